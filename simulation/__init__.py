@@ -1,0 +1,1 @@
+"""Pure-Python GPU cluster simulator: engine, policies, metrics and CLI (no Django)."""

@@ -1,0 +1,5 @@
+import sys
+
+from simulation.cli import main
+
+sys.exit(main())

@@ -1,0 +1,160 @@
+"""`python -m simulation run|policies|compare` (DESIGN.md, CLI).
+
+User errors (a malformed trace, spec or setting) exit with code 2 and one line naming the
+file, line and field; a policy that makes an invalid decision is a bug and exits with 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from simulation.engine import EngineConfig
+from simulation.errors import InputError, InvalidDecision
+from simulation.metrics import RunResult
+from simulation.model import ClusterSpec, InferenceLoad, PoolKind, Workload
+from simulation.policies.base import registry
+from simulation.reclaim import reclaim_strategies
+from simulation.runner import run_simulation
+from simulation.workloads import load_cluster_spec, load_inference_load, load_trace
+
+COMPARE_COLUMNS = (
+    "policy", "jobs", "jct_mean", "jct_median", "jct_p95", "jct_p99", "queuing_mean",
+    "makespan", "preemptions", "scaling_ops", "util_training", "util_overall", "wall_seconds",
+)
+
+
+def _parse_settings(pairs: Sequence[str]) -> dict[str, str]:
+    settings: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise InputError(f"expected key=value, got {pair!r}", source="--set")
+        settings[key.strip()] = value.strip()
+    return settings
+
+
+def _inputs(args: argparse.Namespace) -> tuple[ClusterSpec, Workload, InferenceLoad | None]:
+    cluster = load_cluster_spec(args.cluster)
+    workload = load_trace(args.trace, format=args.format)
+    load = None
+    if args.inference_load:
+        pools = cluster.pools_of_kind(PoolKind.INFERENCE)
+        if not pools:
+            raise InputError("an inference load needs an inference pool in the cluster",
+                             source=args.cluster, field="pools")
+        load = load_inference_load(args.inference_load, total_servers=pools[0].servers)
+    return cluster, workload, load
+
+
+def _run_one(args: argparse.Namespace, policy: str, inputs: tuple, out: Path) -> RunResult:
+    cluster, workload, load = inputs
+    result = run_simulation(
+        cluster, workload, policy, settings=_parse_settings(args.set), seed=args.seed,
+        inference_load=load,
+    )
+    result.write(out)
+    return result
+
+
+def _row(result: RunResult) -> dict[str, object]:
+    s = result.summary
+    return {
+        "policy": s["policy"], "jobs": s["jobs"],
+        "jct_mean": s["jct"]["mean"], "jct_median": s["jct"]["median"],
+        "jct_p95": s["jct"]["p95"], "jct_p99": s["jct"]["p99"],
+        "queuing_mean": s["queuing"]["mean"], "makespan": s["makespan"],
+        "preemptions": s["preemptions"], "scaling_ops": s["scaling_ops"],
+        "util_training": s["gpu_utilization"]["training"],
+        "util_overall": s["gpu_utilization"]["overall"], "wall_seconds": s["wall_seconds"],
+    }
+
+
+def _print_table(rows: list[dict[str, object]]) -> None:
+    cells = [[str(row[c]) for c in COMPARE_COLUMNS] for row in rows]
+    widths = [max(len(c), *(len(r[i]) for r in cells)) for i, c in enumerate(COMPARE_COLUMNS)]
+    print("  ".join(c.rjust(w) for c, w in zip(COMPARE_COLUMNS, widths, strict=True)))
+    for r in cells:
+        print("  ".join(v.rjust(w) for v, w in zip(r, widths, strict=True)))
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    result = _run_one(args, args.policy, _inputs(args), Path(args.out))
+    _print_table([_row(result)])
+    print(f"wrote {args.out}/summary.json, jobs.csv, timeseries.csv")
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    inputs = _inputs(args)
+    out = Path(args.out)
+    rows = [_row(_run_one(args, policy, inputs, out / policy)) for policy in args.policy]
+    with (out / "comparison.csv").open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(COMPARE_COLUMNS))
+        writer.writeheader()
+        writer.writerows(rows)
+    _print_table(rows)
+    print(f"wrote {out}/comparison.csv and one folder per policy")
+    return 0
+
+
+def cmd_policies(args: argparse.Namespace) -> int:
+    for name, cls in registry().items():
+        print(f"{name}: {cls.description}")
+        for p in cls.params:
+            print(f"    {p.name} ({p.type.__name__}, default {p.default!r}): {p.help}")
+    print("reclaim strategies (--set reclaim_strategy=NAME): "
+          + ", ".join(reclaim_strategies()))
+    defaults = EngineConfig()
+    print("engine settings (--set key=value): " + ", ".join(
+        f"{k}={getattr(defaults, k)!r}" for k in EngineConfig.__dataclass_fields__ if k != "seed"
+    ))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m simulation",
+                                     description="GPU cluster scheduling simulator")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def inputs(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--cluster", required=True, help="cluster spec (YAML, JSON or CSV)")
+        p.add_argument("--trace", required=True, help="workload trace CSV (any known format)")
+        p.add_argument("--format", default=None, help="override trace format detection")
+        p.add_argument("--inference-load", default=None, help="inference load CSV")
+        p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                       help="policy parameter or engine setting (see `policies`)")
+        p.add_argument("--seed", type=int, default=0)
+        p.add_argument("--out", required=True, help="output folder")
+
+    run = sub.add_parser("run", help="run one policy")
+    inputs(run)
+    run.add_argument("--policy", required=True)
+    run.set_defaults(func=cmd_run)
+
+    compare = sub.add_parser("compare", help="run several policies on the same inputs")
+    inputs(compare)
+    compare.add_argument("--policy", action="append", required=True)
+    compare.set_defaults(func=cmd_compare)
+
+    policies = sub.add_parser("policies", help="list policies and their parameters")
+    policies.set_defaults(func=cmd_policies)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except InputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except FileNotFoundError as exc:
+        print(f"error: {exc.filename}: no such file", file=sys.stderr)
+        return 2
+    except InvalidDecision as exc:
+        print(f"policy error (a bug, please report): {exc}", file=sys.stderr)
+        return 1

@@ -1,0 +1,504 @@
+"""The discrete-event engine: it owns time, events, state and invariants.
+
+Events sit in a heap keyed `(time, priority, sequence)` so ties resolve the same way on every
+machine: completions first (they free GPUs), then the inference side's loan/reclaim, then
+arrivals, then scheduling ticks. Arrivals are read from the sorted trace rather than pushed
+into the heap. After the events of one instant the policy runs once (if anything it cares
+about happened) and every decision it yields is checked and applied at once.
+
+Progress is settled lazily: a running job's `remaining_work` is brought up to date only when
+its allocation changes, and its completion event carries a version so a stale one is
+skipped. Utilisation is integrated between events, never by scanning servers.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from simulation.decisions import (
+    Decision,
+    Launch,
+    Migrate,
+    Preempt,
+    ReclaimPlan,
+    Resize,
+    SetShare,
+)
+from simulation.errors import InputError, InvalidDecision
+from simulation.metrics import RunResult, build_result
+from simulation.model import ClusterSpec, InferenceLoad, PoolKind, Workload
+from simulation.policies.base import Policy
+from simulation.reclaim import ReclaimStrategy, get_reclaim_strategy
+from simulation.state import ClusterState, JobState, JobStatus
+from simulation.throughput import ThroughputModel
+from simulation.view import Clock, ClusterView
+
+COMPLETION, LOAN, TICK = 0, 1, 3
+_EPSILON = 1e-6
+
+
+@dataclass(frozen=True, slots=True)
+class EngineConfig:
+    """Mechanism parameters of a run (policy parameters live on the policy).
+
+    `restart_overhead` (s) is paid by a preempted job when it starts again (63 s on Aryl's
+    testbed). Resizes pause every worker of the job for `scale_out_pause` / `scale_in_pause`
+    seconds and migrations for `migration_pause`. `prediction_error_share` of the jobs get a
+    running-time prediction off by up to ±`prediction_error_range` (Aryl Table 9).
+    """
+
+    restart_overhead: float = 63.0
+    schedule_interval: float | None = None  # None: the policy's own interval
+    sample_interval: float | None = None  # None: about 2,000 rows over the trace span
+    scale_out_pause: float = 0.0
+    scale_in_pause: float = 0.0
+    migration_pause: float = 0.0
+    loan_interval: float = 300.0
+    loan_headroom: int = 0
+    reclaim_strategy: str = "scf"
+    prediction_error_share: float = 0.0
+    prediction_error_range: float = 0.25
+    early_feedback_iterations: int = 100
+    max_time: float = math.inf
+    seed: int = 0
+
+
+@dataclass(slots=True)
+class Counters:
+    reclaims: int = 0
+    servers_reclaimed: int = 0
+    servers_lent: int = 0
+    reclaim_preemptions: int = 0
+    collateral_gpus: int = 0
+    servers_freed_by_scale_in: int = 0
+    scale_ins_on_reclaim: int = 0
+    decisions: int = 0
+    events: int = 0
+    schedule_rounds: int = 0
+
+
+@dataclass(slots=True)
+class Sampler:
+    """Integrates busy GPUs per pool between events and emits time-averaged rows."""
+
+    interval: float
+    pools: tuple[str, ...]
+    last_time: float = 0.0
+    next_sample: float = 0.0
+    busy: dict[str, float] = field(default_factory=dict)  # GPU-seconds in current row
+    total_busy: dict[str, float] = field(default_factory=dict)  # GPU-seconds in the run
+    inference_busy: float = 0.0
+    total_inference_busy: float = 0.0
+    on_loan: float = 0.0
+    rows: list[dict[str, float]] = field(default_factory=list)
+
+
+class Simulation:
+    """One run of `policy` over `workload` on `cluster`; call `run()` once."""
+
+    def __init__(
+        self,
+        cluster: ClusterSpec,
+        workload: Workload,
+        policy: Policy,
+        *,
+        config: EngineConfig | None = None,
+        inference_load: InferenceLoad | None = None,
+        throughput: ThroughputModel | None = None,
+        progress: Callable[[float], None] | None = None,
+    ) -> None:
+        self.cluster = cluster
+        self.workload = workload
+        self.policy = policy
+        self.config = config or EngineConfig()
+        self.inference_load = inference_load
+        self.throughput = throughput or ThroughputModel()
+        self.progress = progress
+        self.state = ClusterState(cluster, allow_oversubscription=policy.shares_gpus)
+        self.clock = Clock(0.0)
+        self.view = ClusterView(self.state, self.clock)
+        self.counters = Counters()
+        self.reclaim_strategy: ReclaimStrategy = get_reclaim_strategy(self.config.reclaim_strategy)
+        self._reclaim_rng = random.Random(f"reclaim:{self.config.seed}")
+        self._heap: list[tuple[float, int, int, str, int]] = []
+        self._seq = 0
+        self._tick_pending = False
+        self._finished = 0
+        self._next_progress = 0.01
+        self._interval = self.config.schedule_interval or policy.interval
+        self._inference_pool = next(
+            (p for p in cluster.pools if p.kind == PoolKind.INFERENCE), None
+        )
+        self._inference_busy_servers = 0
+        self.loan_log: list[dict[str, object]] = []
+        self._check_fits()
+        last_submit = workload.jobs[-1].submit_time if workload.jobs else 0.0
+        sample = self.config.sample_interval or max(60.0, last_submit / 2000.0)
+        self.sampler = Sampler(sample, tuple(p.name for p in cluster.pools))
+        self.sampler.next_sample = sample
+        for pool in self.sampler.pools:
+            self.sampler.busy[pool] = 0.0
+            self.sampler.total_busy[pool] = 0.0
+
+    # -- setup ------------------------------------------------------------------------------
+
+    def _check_fits(self) -> None:
+        """Refuse a job no allocation could ever hold, instead of letting it wait forever."""
+        capacity: dict[str | None, int] = {None: 0}
+        for pool in self.cluster.pools:
+            capacity[None] += pool.gpus
+            capacity[pool.gpu_type] = capacity.get(pool.gpu_type, 0) + pool.gpus
+        for spec in self.workload.jobs:
+            have = capacity.get(spec.gpu_type, 0)
+            if spec.min_gpus > have:
+                kind = f"{spec.gpu_type} " if spec.gpu_type else ""
+                raise InputError(
+                    f"job {spec.job_id} needs at least {spec.min_gpus} GPUs but the cluster "
+                    f"has {have} {kind}GPUs",
+                    source=self.workload.source,
+                    field="num_gpus",
+                )
+
+    def _predictions(self) -> None:
+        share = self.config.prediction_error_share
+        if share <= 0:
+            return
+        rng = random.Random(f"prediction:{self.config.seed}")
+        spread = self.config.prediction_error_range
+        for job in self.state.jobs.values():
+            if rng.random() < share:
+                job.predicted_duration = job.spec.duration * (1 + rng.uniform(-spread, spread))
+
+    # -- main loop --------------------------------------------------------------------------
+
+    def run(self) -> RunResult:
+        started = time.perf_counter()
+        jobs = self.workload.jobs
+        for spec in jobs:
+            job = self.state.add_job(spec)
+            self.view.register(job)
+        self._predictions()
+        if self._inference_pool is not None and self.inference_load is not None:
+            self._push(0.0, LOAN, "", 0)
+        n = len(jobs)
+        i = 0
+        heap = self._heap
+        max_time = self.config.max_time
+        event_driven = self.policy.event_driven
+        while True:
+            t_heap = heap[0][0] if heap else math.inf
+            t_arrival = jobs[i].submit_time if i < n else math.inf
+            now = min(t_heap, t_arrival)
+            if now == math.inf or now > max_time:
+                break
+            self._advance(now)
+            dirty = False
+            while heap and heap[0][0] == now and heap[0][1] < TICK:
+                _, kind, _, job_id, version = heapq.heappop(heap)
+                self.counters.events += 1
+                if kind == COMPLETION:
+                    dirty |= self._complete(job_id, version) and event_driven
+                else:
+                    self._loan_tick()
+                    dirty = True
+            while i < n and jobs[i].submit_time == now:
+                self._arrive(jobs[i].job_id)
+                self.counters.events += 1
+                dirty |= event_driven
+                i += 1
+            while heap and heap[0][0] == now:
+                heapq.heappop(heap)
+                self.counters.events += 1
+                self._tick_pending = False
+                dirty = True
+            if dirty:
+                self._schedule_round()
+            if not self._tick_pending and (self.state.queue or self.state.running):
+                if self.state.running or i < n or self._has_loan_events():
+                    self._push(now + self._interval, TICK, "", 0)
+                    self._tick_pending = True
+        end = self.clock.now
+        self._advance(end, final=True)
+        return build_result(self, wall_seconds=time.perf_counter() - started)
+
+    def _has_loan_events(self) -> bool:
+        return any(kind == LOAN for _, kind, _, _, _ in self._heap)
+
+    def _push(self, at: float, kind: int, job_id: str, version: int) -> None:
+        self._seq += 1
+        heapq.heappush(self._heap, (at, kind, self._seq, job_id, version))
+
+    def _advance(self, now: float, *, final: bool = False) -> None:
+        """Integrate utilisation from the last event to `now`, emitting sample rows."""
+        s = self.sampler
+        while s.next_sample <= now:
+            self._integrate(s.next_sample)
+            self._emit_row(s.next_sample, s.interval)
+            s.next_sample += s.interval
+        self._integrate(now)
+        if final and now > s.next_sample - s.interval:
+            self._emit_row(now, now - (s.next_sample - s.interval))
+        self.clock.now = now
+
+    def _integrate(self, to: float) -> None:
+        s = self.sampler
+        dt = to - s.last_time
+        if dt <= 0:
+            return
+        for pool in s.pools:
+            gpu_seconds = self.state.pool_busy[pool] * dt
+            s.busy[pool] += gpu_seconds
+            s.total_busy[pool] += gpu_seconds
+        if self._inference_pool is not None:
+            inference = self._inference_busy_servers * self._inference_pool.gpus_per_server * dt
+            s.inference_busy += inference
+            s.total_inference_busy += inference
+        s.on_loan += (self.counters.servers_lent - self.counters.servers_reclaimed) * dt
+        s.last_time = to
+
+    def _emit_row(self, at: float, width: float) -> None:
+        s = self.sampler
+        row: dict[str, float] = {"time": at}
+        total_busy = 0.0
+        for pool in self.cluster.pools:
+            busy = s.busy[pool.name]
+            if pool.kind == PoolKind.INFERENCE:
+                busy += s.inference_busy
+            total_busy += busy
+            row[f"util_{pool.name}"] = busy / (pool.gpus * width) if width > 0 else 0.0
+            s.busy[pool.name] = 0.0
+        row["util_overall"] = total_busy / (self.cluster.total_gpus * width) if width else 0.0
+        row["on_loan_servers"] = s.on_loan / width if width > 0 else 0.0
+        row["queue_length"] = len(self.state.queue)
+        row["running_jobs"] = len(self.state.running)
+        row["blocking_index"] = self._blocking_index(at)
+        s.inference_busy = 0.0
+        s.on_loan = 0.0
+        s.rows.append(row)
+
+    def _blocking_index(self, now: float) -> float:
+        """Mean ratio of time waited to work remaining over queued jobs (Muri §6.1)."""
+        ratios = [
+            (job.queued_seconds + now - job.queued_since) / job.remaining_work
+            for job in self.state.queue.values()
+            if job.remaining_work > 0
+        ]
+        return sum(ratios) / len(ratios) if ratios else 0.0
+
+    # -- events -----------------------------------------------------------------------------
+
+    def _arrive(self, job_id: str) -> None:
+        job = self.state.jobs[job_id]
+        job.last_update = self.clock.now
+        self.state.enqueue(job, self.clock.now)
+
+    def _complete(self, job_id: str, version: int) -> bool:
+        job = self.state.jobs[job_id]
+        if job.version != version or job.status != JobStatus.RUNNING:
+            return False
+        now = self.clock.now
+        self._settle(job, now)
+        if job.remaining_work > _EPSILON * max(1.0, job.spec.duration):
+            self._reschedule_completion(job)  # float drift: not quite done yet
+            return False
+        job.remaining_work = 0.0
+        self.state.release(job)
+        del self.state.running[job_id]
+        job.status = JobStatus.DONE
+        job.end_time = now
+        self._finished += 1
+        fraction = self._finished / len(self.workload.jobs)
+        if self.progress is not None and fraction >= self._next_progress:
+            self.progress(fraction)
+            self._next_progress = math.floor(fraction * 100 + 1) / 100
+        return True
+
+    def _schedule_round(self) -> None:
+        self.counters.schedule_rounds += 1
+        decisions = self.policy.schedule(self.view)
+        if decisions is None:
+            return
+        for decision in decisions:
+            self.apply(decision)
+
+    # -- decisions --------------------------------------------------------------------------
+
+    def apply(self, decision: Decision, *, forced: bool = False) -> None:
+        """Check `decision` against the state and apply it, or raise `InvalidDecision`.
+
+        `forced` is set for the inference side's reclaims, which may stop jobs a policy
+        itself may not preempt.
+        """
+        self.counters.decisions += 1
+        now = self.clock.now
+        state = self.state
+        if isinstance(decision, Launch):
+            job = state.job(decision.job_id, status=JobStatus.QUEUED)
+            state.check_placement(job, decision.placement)
+            del state.queue[job.job_id]
+            job.queued_seconds += now - job.queued_since
+            state.occupy(job, decision.placement)
+            state.running[job.job_id] = job
+            job.status = JobStatus.RUNNING
+            job.last_update = now
+            if job.first_start is None:
+                job.first_start = now
+            elif self.config.restart_overhead > 0:
+                self._pause(job, now + self.config.restart_overhead)
+            self._reschedule_completion(job)
+        elif isinstance(decision, Preempt):
+            job = state.job(decision.job_id, status=JobStatus.RUNNING)
+            if not job.spec.preemptible and not forced:
+                raise InvalidDecision(f"job {job.job_id} is not preemptible")
+            self._settle(job, now)
+            state.release(job)
+            del state.running[job.job_id]
+            job.preemptions += 1
+            job.version += 1
+            job.rate = 0.0
+            job.share = 1.0
+            if not job.spec.checkpoint:
+                job.remaining_work = job.spec.duration
+            state.enqueue(job, now)
+        elif isinstance(decision, Resize | Migrate):
+            job = state.job(decision.job_id, status=JobStatus.RUNNING)
+            new_gpus = sum(slot.gpus for slot in decision.placement)
+            if isinstance(decision, Migrate) and new_gpus != job.gpus:
+                raise InvalidDecision(f"migration of {job.job_id} changes its GPU count")
+            if isinstance(decision, Resize) and not job.spec.elastic:
+                raise InvalidDecision(f"job {job.job_id} is not elastic")
+            self._settle(job, now)
+            old = job.placement
+            state.release(job)
+            try:
+                state.check_placement(job, decision.placement)
+            except InvalidDecision:
+                state.occupy(job, old)
+                raise
+            grew = new_gpus > job.gpus if job.gpus else True
+            state.occupy(job, decision.placement)
+            if isinstance(decision, Migrate):
+                job.migrations += 1
+                pause = self.config.migration_pause
+            else:
+                job.scaling_ops += 1
+                pause = self.config.scale_out_pause if grew else self.config.scale_in_pause
+            if pause > 0:
+                self._pause(job, now + pause)
+            self._reschedule_completion(job)
+        elif isinstance(decision, SetShare):
+            job = state.job(decision.job_id, status=JobStatus.RUNNING)
+            if not 0 < decision.share <= 1:
+                raise InvalidDecision(f"share {decision.share} of {job.job_id} not in (0, 1]")
+            self._settle(job, now)
+            job.share = decision.share
+            self._reschedule_completion(job)
+        else:
+            raise InvalidDecision(f"unknown decision {decision!r}")
+
+    def _pause(self, job: JobState, until: float) -> None:
+        start = max(self.clock.now, job.paused_until)
+        if until > start:
+            job.overhead_gpu_seconds += (until - start) * job.gpus
+        job.paused_until = max(job.paused_until, until)
+
+    def _settle(self, job: JobState, now: float) -> None:
+        dt = now - job.last_update
+        if dt <= 0:
+            return
+        job.attained_gpu_seconds += job.gpus * dt
+        job.run_seconds += dt
+        start = max(job.last_update, job.paused_until)
+        if now > start and job.rate > 0:
+            before = job.spec.duration - job.remaining_work
+            job.remaining_work -= job.rate * (now - start)
+            if job.early_feedback_time is None and job.spec.iterations:
+                target = job.spec.duration * min(
+                    1.0, self.config.early_feedback_iterations / job.spec.iterations
+                )
+                if before + job.rate * (now - start) >= target:
+                    job.early_feedback_time = start + max(0.0, target - before) / job.rate
+        job.last_update = now
+
+    def _reschedule_completion(self, job: JobState) -> None:
+        job.last_update = self.clock.now
+        speed = min(self.state.servers[slot.server].speed for slot in job.placement)
+        job.rate = (
+            self.throughput.rate(job.spec.model, job.spec.num_gpus, job.gpus, speed) * job.share
+        )
+        job.version += 1
+        if job.rate <= 0:
+            return
+        start = max(self.clock.now, job.paused_until)
+        self._push(start + max(job.remaining_work, 0.0) / job.rate, COMPLETION, job.job_id,
+                   job.version)
+
+    # -- inference side ---------------------------------------------------------------------
+
+    def _loan_tick(self) -> None:
+        """Lend idle inference servers beyond the headroom; reclaim when demand rises."""
+        pool = self._inference_pool
+        load = self.inference_load
+        assert pool is not None and load is not None
+        now = self.clock.now
+        busy = min(load.busy_at(now), pool.servers)
+        self._inference_busy_servers = busy
+        limit = pool.servers if pool.lending_limit is None else pool.lending_limit
+        lendable = max(0, min(limit, pool.servers - busy - self.config.loan_headroom))
+        on_loan = [sid for sid in self.state.pool_servers[pool.name]
+                   if self.state.servers[sid].on_loan]
+        if lendable > len(on_loan):
+            idle = [sid for sid in self.state.pool_servers[pool.name]
+                    if not self.state.servers[sid].on_loan]
+            lent = idle[: lendable - len(on_loan)]
+            for sid in lent:
+                self.state.set_on_loan(sid, True)
+            self.counters.servers_lent += len(lent)
+            self.loan_log.append({"time": now, "action": "loan", "servers": len(lent)})
+        elif lendable < len(on_loan):
+            self.reclaim(len(on_loan) - lendable)
+        if now < load.times[-1]:  # after the last change the loans stay as they are
+            self._push(now + self.config.loan_interval, LOAN, "", 0)
+
+    def reclaim(self, count: int) -> ReclaimPlan:
+        """Ask the policy (or the run's strategy) for `count` servers and apply the plan."""
+        plan = self.policy.select_reclaim(self.view, count)
+        if plan is None:
+            plan = self.reclaim_strategy(self.view, count, self._reclaim_rng)
+        self.apply_reclaim(plan, count)
+        return plan
+
+    def apply_reclaim(self, plan: ReclaimPlan, count: int) -> None:
+        if len(set(plan.servers)) != count:
+            raise InvalidDecision(f"reclaim plan returns {len(set(plan.servers))} servers, "
+                                  f"asked for {count}")
+        returned = set(plan.servers)
+        for sid in plan.servers:
+            if sid not in self.state.servers or not self.state.servers[sid].on_loan:
+                raise InvalidDecision(f"reclaim plan names {sid!r}, which is not on loan")
+        occupied = {sid for sid in plan.servers if self.state.servers[sid].jobs}
+        for resize in plan.scale_in:
+            self.apply(resize, forced=True)
+        self.counters.scale_ins_on_reclaim += len(plan.scale_in)
+        vacated_by_scale_in = sum(1 for sid in occupied if not self.state.servers[sid].jobs)
+        for job_id in plan.preempt:
+            job = self.state.job(job_id, status=JobStatus.RUNNING)
+            self.counters.collateral_gpus += sum(
+                slot.gpus for slot in job.placement if slot.server not in returned
+            )
+            self.apply(Preempt(job_id), forced=True)
+        for sid in plan.servers:
+            self.state.set_on_loan(sid, False)
+        self.counters.reclaims += 1
+        self.counters.servers_reclaimed += count
+        self.counters.reclaim_preemptions += len(plan.preempt)
+        self.counters.servers_freed_by_scale_in += vacated_by_scale_in
+        self.loan_log.append({
+            "time": self.clock.now, "action": "reclaim", "servers": count,
+            "preempted": len(plan.preempt), "scaled_in": len(plan.scale_in),
+        })

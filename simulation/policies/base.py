@@ -1,0 +1,135 @@
+"""The policy contract and the registry every scheduler is found through.
+
+A policy reads a `ClusterView` and yields decisions; it owns no cluster state. Each policy
+class declares its parameters (`Param`) so the CLI, the planner and the REST API can list,
+validate and set them without knowing the policy. A policy module registers its class with
+`@register`; modules in this package are imported automatically.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from simulation.decisions import Decision, ReclaimPlan
+from simulation.errors import InputError
+from simulation.view import ClusterView
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off"}
+
+
+@dataclass(frozen=True, slots=True)
+class Param:
+    """A declared policy parameter: name, type, default and a one-line help."""
+
+    name: str
+    type: type
+    default: Any
+    help: str
+    choices: tuple[Any, ...] | None = None
+
+    def parse(self, raw: Any, *, source: str = "parameters") -> Any:
+        """Convert `raw` (a string from the CLI or a JSON value) to this parameter's type."""
+        try:
+            if self.type is bool and isinstance(raw, str):
+                lowered = raw.strip().lower()
+                if lowered not in _TRUE | _FALSE:
+                    raise ValueError
+                value: Any = lowered in _TRUE
+            elif self.type is bool:
+                if not isinstance(raw, bool | int):
+                    raise ValueError
+                value = bool(raw)
+            else:
+                value = self.type(raw)
+        except (TypeError, ValueError):
+            raise InputError(
+                f"expected {self.type.__name__}, got {raw!r}", source=source, field=self.name
+            ) from None
+        if self.choices is not None and value not in self.choices:
+            raise InputError(
+                f"{value!r} is not one of {', '.join(map(str, self.choices))}",
+                source=source,
+                field=self.name,
+            )
+        return value
+
+
+class Policy:
+    """Base class: subclasses set `name`, `description`, `params` and implement `schedule`.
+
+    `shares_gpus` lets the engine place several jobs on one GPU (time-slicing,
+    interleaving); `interval` is the scheduling tick the policy wants (seconds) and
+    `event_driven` whether it also runs on every arrival and completion.
+    """
+
+    name: ClassVar[str]
+    description: ClassVar[str] = ""
+    paper: ClassVar[str] = ""
+    params: ClassVar[tuple[Param, ...]] = ()
+    shares_gpus: ClassVar[bool] = False
+    interval: ClassVar[float] = 60.0
+    event_driven: ClassVar[bool] = True
+
+    def __init__(self, *, rng: random.Random | None = None, **values: Any) -> None:
+        self.rng = rng or random.Random(0)
+        for param in self.params:
+            setattr(self, param.name, values.get(param.name, param.default))
+
+    def schedule(self, view: ClusterView) -> Iterable[Decision]:
+        raise NotImplementedError
+
+    def select_reclaim(self, view: ClusterView, count: int) -> ReclaimPlan | None:
+        """Which on-loan servers to return; `None` leaves it to the run's reclaim strategy."""
+        return None
+
+
+_REGISTRY: dict[str, type[Policy]] = {}
+
+
+def register(cls: type[Policy]) -> type[Policy]:
+    if cls.name in _REGISTRY and _REGISTRY[cls.name] is not cls:
+        raise RuntimeError(f"policy name {cls.name!r} registered twice")
+    _REGISTRY[cls.name] = cls
+    return cls
+
+
+def registry() -> Mapping[str, type[Policy]]:
+    from simulation.policies import load_all
+
+    load_all()
+    return dict(sorted(_REGISTRY.items()))
+
+
+def parse_params(
+    cls: type[Policy], raw: Mapping[str, Any], *, source: str = "parameters"
+) -> dict[str, Any]:
+    """Validate user-supplied parameters against `cls.params`; unknown names are errors."""
+    declared = {p.name: p for p in cls.params}
+    values: dict[str, Any] = {}
+    for key, value in raw.items():
+        if key not in declared:
+            known = ", ".join(sorted(declared)) or "none"
+            raise InputError(
+                f"policy {cls.name!r} has no parameter {key!r} (known: {known})",
+                source=source,
+                field=key,
+            )
+        values[key] = declared[key].parse(value, source=source)
+    return values
+
+
+def create_policy(
+    name: str, params: Mapping[str, Any] | None = None, *, seed: int = 0
+) -> Policy:
+    policies = registry()
+    if name not in policies:
+        raise InputError(
+            f"unknown policy {name!r} (known: {', '.join(policies)})", field="policy"
+        )
+    cls = policies[name]
+    values = parse_params(cls, params or {})
+    return cls(rng=random.Random(f"{name}:{seed}"), **values)

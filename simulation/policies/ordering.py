@@ -1,0 +1,90 @@
+"""Shared mechanics of queue-ordering policies, so each policy module is only its order.
+
+`launch_in_order` serves non-preemptive policies (FIFO, SJF): walk the queue in priority
+order and launch what fits. `preemptive_schedule` serves preemptive ones (SRTF, SRSF,
+Tiresias): choose the highest-priority set of jobs whose GPUs fit the cluster, preempt the
+running jobs outside it, launch the queued jobs inside it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+from simulation.decisions import Decision, Launch, Preempt
+from simulation.model import JobSpec, PoolKind
+from simulation.placement import best_fit, eligible_pools
+from simulation.state import JobStatus
+from simulation.view import ClusterView, JobView
+
+
+def pool_preference(view: ClusterView, spec: JobSpec) -> list[str]:
+    """The job's own pool first, then training and quota pools, then on-loan inference."""
+    pools = sorted(
+        view.spec.pools,
+        key=lambda p: (p.name != spec.pool, p.kind == PoolKind.INFERENCE),
+    )
+    return eligible_pools(view, spec, [p.name for p in pools])
+
+
+def place_requested(view: ClusterView, job: JobView) -> Launch | None:
+    """A launch of `job` at its requested size by best fit, or None if it does not fit."""
+    spec = job.spec
+    placement = best_fit(
+        view, spec.num_gpus, gpus_per_worker=spec.gpus_per_worker,
+        pools=pool_preference(view, spec),
+    )
+    return Launch(job.job_id, placement) if placement is not None else None
+
+
+def launch_in_order(
+    view: ClusterView, ordered: Iterable[JobView], *, blocking: bool
+) -> Iterator[Decision]:
+    """Launch queued jobs in `ordered`; with `blocking`, stop at the first that does not fit."""
+    free = sum(view.free_gpus(p.name) for p in view.spec.pools)
+    for job in ordered:
+        if free <= 0:
+            return
+        launch = place_requested(view, job) if job.spec.num_gpus <= free else None
+        if launch is None:
+            if blocking:
+                return
+            continue
+        free -= job.spec.num_gpus
+        yield launch
+
+
+def training_capacity(view: ClusterView) -> int:
+    """GPUs that can host training now (inference servers count only while on loan)."""
+    return sum(s.gpus for s in view.servers.values() if s.available)
+
+
+def preemptive_schedule(view: ClusterView, ordered: list[JobView]) -> Iterator[Decision]:
+    """Run the highest-priority jobs that fit; `ordered` holds running and queued jobs.
+
+    Non-preemptible running jobs keep their GPUs whatever their priority.
+    """
+    budget = training_capacity(view)
+    keep: set[str] = set()
+    for job in ordered:
+        if job.status == JobStatus.RUNNING and not job.spec.preemptible:
+            keep.add(job.job_id)
+            budget -= job.gpus
+    chosen: list[JobView] = []
+    for job in ordered:
+        if job.job_id in keep:
+            continue
+        need = job.gpus if job.status == JobStatus.RUNNING else job.spec.num_gpus
+        if need <= budget:
+            budget -= need
+            keep.add(job.job_id)
+            chosen.append(job)
+    waiting = [job for job in chosen if job.status == JobStatus.QUEUED]
+    if not waiting:
+        return
+    for job in list(view.running.values()):
+        if job.job_id not in keep:
+            yield Preempt(job.job_id)
+    for job in waiting:
+        launch = place_requested(view, job)
+        if launch is not None:
+            yield launch

@@ -1,0 +1,77 @@
+"""One entry point for running a policy, shared by the CLI, Celery tasks and benchmarks.
+
+Settings arrive as one flat mapping (`--set key=value`, a scenario's parameters): keys the
+policy declares go to the policy, keys of `EngineConfig` go to the engine, anything else is
+an error naming the key.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from simulation.engine import EngineConfig, Simulation
+from simulation.errors import InputError
+from simulation.metrics import RunResult
+from simulation.model import ClusterSpec, InferenceLoad, Workload
+from simulation.policies.base import create_policy, parse_params, registry
+
+_ENGINE_FIELDS = {f.name: f for f in dataclasses.fields(EngineConfig)}
+
+
+def engine_config(settings: Mapping[str, Any], *, seed: int) -> EngineConfig:
+    """Build an `EngineConfig` from string or typed values, validating each."""
+    values: dict[str, Any] = {"seed": seed}
+    defaults = EngineConfig()
+    for key, raw in settings.items():
+        if key not in _ENGINE_FIELDS or key == "seed":
+            raise InputError(f"unknown setting {key!r}", field=key)
+        default = getattr(defaults, key)
+        kind = str if isinstance(default, str) else float if default is None else type(default)
+        try:
+            value = kind(raw)
+        except (TypeError, ValueError):
+            raise InputError(f"expected {kind.__name__}, got {raw!r}", field=key) from None
+        if isinstance(value, int | float) and value < 0:
+            raise InputError(f"must not be negative, got {raw!r}", field=key)
+        values[key] = value
+    return EngineConfig(**values)
+
+
+def split_settings(
+    policy: str, settings: Mapping[str, Any]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Separate policy parameters from engine settings."""
+    policies = registry()
+    if policy not in policies:
+        raise InputError(f"unknown policy {policy!r} (known: {', '.join(policies)})",
+                         field="policy")
+    declared = {p.name for p in policies[policy].params}
+    policy_params = {k: v for k, v in settings.items() if k in declared}
+    engine = {k: v for k, v in settings.items() if k not in declared}
+    parse_params(policies[policy], policy_params)
+    return policy_params, engine
+
+
+def run_simulation(
+    cluster: ClusterSpec,
+    workload: Workload,
+    policy: str,
+    *,
+    settings: Mapping[str, Any] | None = None,
+    seed: int = 0,
+    inference_load: InferenceLoad | None = None,
+    progress: Callable[[float], None] | None = None,
+) -> RunResult:
+    policy_params, engine_settings = split_settings(policy, settings or {})
+    config = engine_config(engine_settings, seed=seed)
+    sim = Simulation(
+        cluster,
+        workload,
+        create_policy(policy, policy_params, seed=seed),
+        config=config,
+        inference_load=inference_load,
+        progress=progress,
+    )
+    return sim.run()

@@ -1,0 +1,259 @@
+"""Mutable cluster state owned by the engine: servers, jobs, and the indexes over them.
+
+`ClusterState` keeps placement bookkeeping and its invariants (no GPU over-committed unless
+the policy shares GPUs, worker counts within range, GPU-type constraints). It knows nothing
+of time; the engine (`engine.py`) settles progress around every change. The live decision
+API builds one from a snapshot and applies a policy's decisions to it the same way.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from simulation.decisions import Placement
+from simulation.errors import InvalidDecision
+from simulation.model import ClusterSpec, JobSpec, PoolKind
+
+
+class JobStatus(StrEnum):
+    PENDING = "pending"  # not yet submitted
+    QUEUED = "queued"
+    RUNNING = "running"
+    DONE = "done"
+
+
+class ServerState:
+    """One server. Inference servers serve training only while `on_loan`."""
+
+    __slots__ = ("id", "pool", "kind", "gpus", "gpu_type", "speed", "on_loan", "used", "jobs")
+
+    def __init__(
+        self, id: str, pool: str, kind: PoolKind, gpus: int, gpu_type: str, speed: float
+    ) -> None:
+        self.id = id
+        self.pool = pool
+        self.kind = kind
+        self.gpus = gpus
+        self.gpu_type = gpu_type
+        self.speed = speed
+        self.on_loan = False
+        self.used = 0  # GPUs held by training jobs; may exceed `gpus` when shared
+        self.jobs: dict[str, int] = {}  # job id -> GPUs it holds here
+
+    @property
+    def available(self) -> bool:
+        return self.kind != PoolKind.INFERENCE or self.on_loan
+
+    @property
+    def free(self) -> int:
+        return max(0, self.gpus - self.used) if self.available else 0
+
+
+class JobState:
+    """A job's runtime record. `remaining_work` is in seconds at the requested size."""
+
+    __slots__ = (
+        "spec", "status", "placement", "gpus", "share", "rate", "remaining_work",
+        "last_update", "paused_until", "attained_gpu_seconds", "run_seconds",
+        "first_start", "end_time", "queued_since", "queued_seconds", "preemptions",
+        "scaling_ops", "migrations", "overhead_gpu_seconds", "version", "early_feedback_time",
+        "predicted_duration", "index",
+    )
+
+    def __init__(self, spec: JobSpec, index: int = 0) -> None:
+        self.spec = spec
+        self.index = index  # position in the trace: the tie-breaker for equal submit times
+        self.status = JobStatus.PENDING
+        self.placement: Placement = ()
+        self.gpus = 0
+        self.share = 1.0
+        self.rate = 0.0
+        self.remaining_work = spec.duration
+        self.last_update = spec.submit_time
+        self.paused_until = 0.0
+        self.attained_gpu_seconds = 0.0
+        self.run_seconds = 0.0
+        self.first_start: float | None = None
+        self.end_time: float | None = None
+        self.queued_since = spec.submit_time
+        self.queued_seconds = 0.0
+        self.preemptions = 0
+        self.scaling_ops = 0
+        self.migrations = 0
+        self.overhead_gpu_seconds = 0.0
+        self.version = 0  # bumped whenever the completion time changes
+        self.early_feedback_time: float | None = None
+        self.predicted_duration = spec.duration
+
+    @property
+    def job_id(self) -> str:
+        return self.spec.job_id
+
+    @property
+    def workers(self) -> int:
+        return self.gpus // self.spec.gpus_per_worker
+
+
+class ClusterState:
+    """Servers and jobs, with a free-GPU index per pool for best-fit placement.
+
+    `free_index[pool][f]` holds the available servers of `pool` with exactly `f` free GPUs,
+    in a dict used as an insertion-ordered set so iteration order is deterministic.
+    """
+
+    def __init__(self, spec: ClusterSpec, *, allow_oversubscription: bool = False) -> None:
+        self.spec = spec
+        self.allow_oversubscription = allow_oversubscription
+        self.servers: dict[str, ServerState] = {}
+        self.pool_servers: dict[str, tuple[str, ...]] = {}
+        self.free_index: dict[str, list[dict[str, None]]] = {}
+        self.pool_busy: dict[str, int] = {}  # GPUs in use per pool, capped at capacity
+        self.jobs: dict[str, JobState] = {}
+        self.queue: dict[str, JobState] = {}
+        self.running: dict[str, JobState] = {}
+        for pool in spec.pools:
+            speed = spec.speed_of(pool)
+            ids = pool.server_ids()
+            self.pool_servers[pool.name] = tuple(ids)
+            self.free_index[pool.name] = [{} for _ in range(pool.gpus_per_server + 1)]
+            self.pool_busy[pool.name] = 0
+            for sid in ids:
+                server = ServerState(
+                    sid, pool.name, pool.kind, pool.gpus_per_server, pool.gpu_type, speed
+                )
+                self.servers[sid] = server
+                if server.available:
+                    self.free_index[pool.name][server.gpus][sid] = None
+
+    # -- jobs -------------------------------------------------------------------------------
+
+    def add_job(self, spec: JobSpec) -> JobState:
+        if spec.job_id in self.jobs:
+            raise InvalidDecision(f"job {spec.job_id} added twice")
+        job = JobState(spec, len(self.jobs))
+        self.jobs[spec.job_id] = job
+        return job
+
+    def enqueue(self, job: JobState, now: float) -> None:
+        """Queue `job`, keeping the queue in submit order (ties: trace order).
+
+        Arrivals append; a preempted job is put back where its submit time belongs, which
+        rebuilds the dict (O(queue)) but happens only on preemption.
+        """
+        job.status = JobStatus.QUEUED
+        job.queued_since = now
+        last = next(reversed(self.queue.values()), None) if self.queue else None
+        self.queue[job.job_id] = job
+        if last is not None and job.spec.submit_time < last.spec.submit_time:
+            ordered = sorted(self.queue.values(), key=lambda j: (j.spec.submit_time, j.index))
+            self.queue.clear()  # in place: views hold a reference to this dict
+            self.queue.update((j.job_id, j) for j in ordered)
+
+    def job(self, job_id: str, *, status: JobStatus | None = None) -> JobState:
+        job = self.jobs.get(job_id)
+        if job is None:
+            raise InvalidDecision(f"unknown job {job_id!r}")
+        if status is not None and job.status != status:
+            raise InvalidDecision(f"job {job_id} is {job.status}, not {status}")
+        return job
+
+    # -- placement --------------------------------------------------------------------------
+
+    def check_placement(self, job: JobState, placement: Placement) -> None:
+        """Raise `InvalidDecision` unless `job` may hold exactly `placement` right now."""
+        spec = job.spec
+        if not placement:
+            raise InvalidDecision(f"job {spec.job_id}: empty placement")
+        total = 0
+        flexible = 0
+        per_server: dict[str, int] = {}
+        seen: set[tuple[str, bool]] = set()
+        for slot in placement:
+            server = self.servers.get(slot.server)
+            if server is None:
+                raise InvalidDecision(f"job {spec.job_id}: unknown server {slot.server!r}")
+            if (slot.server, slot.flexible) in seen:
+                raise InvalidDecision(f"job {spec.job_id}: server {slot.server} listed twice")
+            seen.add((slot.server, slot.flexible))
+            if not server.available:
+                raise InvalidDecision(
+                    f"job {spec.job_id}: server {slot.server} is not available to training"
+                )
+            if slot.gpus <= 0 or slot.gpus % spec.gpus_per_worker:
+                raise InvalidDecision(
+                    f"job {spec.job_id}: {slot.gpus} GPUs on {slot.server} is not a whole "
+                    f"number of {spec.gpus_per_worker}-GPU workers"
+                )
+            if spec.gpu_type is not None and server.gpu_type != spec.gpu_type:
+                raise InvalidDecision(
+                    f"job {spec.job_id} needs {spec.gpu_type}, server {slot.server} has "
+                    f"{server.gpu_type}"
+                )
+            per_server[slot.server] = per_server.get(slot.server, 0) + slot.gpus
+            total += slot.gpus
+            if slot.flexible:
+                flexible += slot.gpus
+        if not self.allow_oversubscription:
+            for server_id, gpus in per_server.items():
+                server = self.servers[server_id]
+                in_use = server.used - server.jobs.get(spec.job_id, 0)
+                if in_use + gpus > server.gpus:
+                    raise InvalidDecision(
+                        f"job {spec.job_id}: {gpus} GPUs on {server_id} would over-commit it "
+                        f"({in_use} of {server.gpus} in use)"
+                    )
+        workers = total // spec.gpus_per_worker
+        if not spec.min_workers <= workers <= spec.max_workers:
+            raise InvalidDecision(
+                f"job {spec.job_id}: {workers} workers outside "
+                f"[{spec.min_workers}, {spec.max_workers}]"
+            )
+        if total - flexible < spec.min_gpus:
+            raise InvalidDecision(
+                f"job {spec.job_id}: only {total - flexible} base GPUs, minimum {spec.min_gpus}"
+            )
+
+    def occupy(self, job: JobState, placement: Placement) -> None:
+        for slot in placement:
+            server = self.servers[slot.server]
+            self._change_used(server, slot.gpus)
+            server.jobs[job.job_id] = server.jobs.get(job.job_id, 0) + slot.gpus
+        job.placement = placement
+        job.gpus = sum(slot.gpus for slot in placement)
+
+    def release(self, job: JobState) -> None:
+        for slot in job.placement:
+            server = self.servers[slot.server]
+            server.jobs.pop(job.job_id, None)
+            self._change_used(server, -slot.gpus)
+        job.placement = ()
+        job.gpus = 0
+
+    def set_on_loan(self, server_id: str, on_loan: bool) -> None:
+        server = self.servers[server_id]
+        if server.kind != PoolKind.INFERENCE:
+            raise InvalidDecision(f"server {server_id} is not an inference server")
+        if server.on_loan == on_loan:
+            raise InvalidDecision(f"server {server_id} on_loan is already {on_loan}")
+        if not on_loan and server.jobs:
+            raise InvalidDecision(
+                f"server {server_id} still hosts {sorted(server.jobs)} and cannot be returned"
+            )
+        self._unindex(server)
+        server.on_loan = on_loan
+        self._index(server)
+
+    def _change_used(self, server: ServerState, delta: int) -> None:
+        before = min(server.used, server.gpus)
+        self._unindex(server)
+        server.used += delta
+        self._index(server)
+        self.pool_busy[server.pool] += min(server.used, server.gpus) - before
+
+    def _unindex(self, server: ServerState) -> None:
+        if server.available:
+            del self.free_index[server.pool][server.free][server.id]
+
+    def _index(self, server: ServerState) -> None:
+        if server.available:
+            self.free_index[server.pool][server.free][server.id] = None

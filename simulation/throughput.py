@@ -1,0 +1,88 @@
+"""How fast a job runs on a given allocation.
+
+A job's work is measured in seconds at its requested GPU count on the reference GPU, so its
+progress rate on `g` GPUs of relative speed `v` with time share `s` is
+`speedup(g) / speedup(requested) * v * s`. Scaling is linear unless a model has a curve.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Protocol
+
+
+class ScalingCurve(Protocol):
+    def speedup(self, gpus: int) -> float:
+        """Throughput on `gpus` GPUs relative to one GPU."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class Linear:
+    def speedup(self, gpus: int) -> float:
+        return float(gpus)
+
+
+@dataclass(frozen=True, slots=True)
+class PowerLaw:
+    """Sub-linear scaling `g ** alpha` (alpha = 1 is linear)."""
+
+    alpha: float = 0.9
+
+    def speedup(self, gpus: int) -> float:
+        return float(gpus) ** self.alpha
+
+
+@dataclass(frozen=True, slots=True)
+class Amdahl:
+    """Amdahl's law with a serial (communication) fraction."""
+
+    serial_fraction: float = 0.05
+
+    def speedup(self, gpus: int) -> float:
+        return 1.0 / (self.serial_fraction + (1.0 - self.serial_fraction) / max(gpus, 1))
+
+
+@dataclass(frozen=True, slots=True)
+class Table:
+    """Measured speedups at some GPU counts; linear interpolation between them."""
+
+    points: tuple[tuple[int, float], ...]
+
+    def speedup(self, gpus: int) -> float:
+        pts = sorted(self.points)
+        if gpus <= pts[0][0]:
+            return pts[0][1] * gpus / pts[0][0]
+        for (g0, s0), (g1, s1) in zip(pts, pts[1:], strict=False):
+            if gpus <= g1:
+                return s0 + (s1 - s0) * (gpus - g0) / (g1 - g0)
+        return pts[-1][1]
+
+
+CURVES: dict[str, type] = {"linear": Linear, "power": PowerLaw, "amdahl": Amdahl}
+
+
+@dataclass(slots=True)
+class ThroughputModel:
+    """Scaling curve per model name (default linear), with memoised speedups."""
+
+    curves: Mapping[str, ScalingCurve] = field(default_factory=dict)
+    default: ScalingCurve = field(default_factory=Linear)
+    _cache: dict[tuple[str, int], float] = field(default_factory=dict)
+
+    def speedup(self, model: str, gpus: int) -> float:
+        key = (model, gpus)
+        value = self._cache.get(key)
+        if value is None:
+            value = self.curves.get(model, self.default).speedup(gpus) if gpus > 0 else 0.0
+            self._cache[key] = value
+        return value
+
+    def rate(self, model: str, requested_gpus: int, gpus: int, speed: float) -> float:
+        """Work-seconds per second on `gpus` GPUs of relative `speed`."""
+        if gpus <= 0:
+            return 0.0
+        base = self.speedup(model, requested_gpus)
+        return self.speedup(model, gpus) / base * speed if base > 0 else 0.0
+

@@ -1,0 +1,243 @@
+"""The read-only view a policy decides from.
+
+Views wrap the engine's live state without copying it (a copy per scheduling round would
+cost O(jobs) each time): properties only, no setters. Because the engine applies each
+decision as soon as a policy yields it, the view a policy reads always reflects the
+decisions it has already made in the same round.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from types import MappingProxyType
+
+from simulation.decisions import Placement
+from simulation.model import ClusterSpec, JobSpec, PoolKind
+from simulation.state import ClusterState, JobState, JobStatus, ServerState
+
+
+class JobView:
+    __slots__ = ("_job", "_clock")
+
+    def __init__(self, job: JobState, clock: Clock) -> None:
+        self._job = job
+        self._clock = clock
+
+    def __repr__(self) -> str:
+        return f"JobView({self._job.job_id}, {self._job.status}, gpus={self._job.gpus})"
+
+    @property
+    def job_id(self) -> str:
+        return self._job.spec.job_id
+
+    @property
+    def spec(self) -> JobSpec:
+        return self._job.spec
+
+    @property
+    def status(self) -> JobStatus:
+        return self._job.status
+
+    @property
+    def placement(self) -> Placement:
+        return self._job.placement
+
+    @property
+    def gpus(self) -> int:
+        return self._job.gpus
+
+    @property
+    def workers(self) -> int:
+        return self._job.workers
+
+    @property
+    def share(self) -> float:
+        return self._job.share
+
+    @property
+    def submit_time(self) -> float:
+        return self._job.spec.submit_time
+
+    @property
+    def queued_since(self) -> float:
+        return self._job.queued_since
+
+    @property
+    def first_start(self) -> float | None:
+        return self._job.first_start
+
+    @property
+    def preemptions(self) -> int:
+        return self._job.preemptions
+
+    @property
+    def predicted_duration(self) -> float:
+        """The running time at the requested size the scheduler *believes* (may be wrong)."""
+        return self._job.predicted_duration
+
+    def _elapsed(self) -> float:
+        job = self._job
+        if job.status != JobStatus.RUNNING:
+            return 0.0
+        return max(0.0, self._clock.now - job.last_update)
+
+    def _progress_since_update(self) -> float:
+        job = self._job
+        if job.status != JobStatus.RUNNING:
+            return 0.0
+        start = max(job.last_update, job.paused_until)
+        return job.rate * max(0.0, self._clock.now - start)
+
+    @property
+    def remaining_work(self) -> float:
+        """Seconds of work left, measured at the requested size on the reference GPU."""
+        return max(0.0, self._job.remaining_work - self._progress_since_update())
+
+    @property
+    def attained_service(self) -> float:
+        """GPU-seconds received so far (Tiresias' 2D-LAS attained service)."""
+        return self._job.attained_gpu_seconds + self._job.gpus * self._elapsed()
+
+    @property
+    def executed_seconds(self) -> float:
+        return self._job.run_seconds + self._elapsed()
+
+    @property
+    def done_fraction(self) -> float:
+        duration = self._job.spec.duration
+        return 1.0 - self.remaining_work / duration if duration > 0 else 1.0
+
+
+class ServerView:
+    __slots__ = ("_server",)
+
+    def __init__(self, server: ServerState) -> None:
+        self._server = server
+
+    def __repr__(self) -> str:
+        s = self._server
+        return f"ServerView({s.id}, used={s.used}/{s.gpus}, on_loan={s.on_loan})"
+
+    @property
+    def id(self) -> str:
+        return self._server.id
+
+    @property
+    def pool(self) -> str:
+        return self._server.pool
+
+    @property
+    def kind(self) -> PoolKind:
+        return self._server.kind
+
+    @property
+    def gpus(self) -> int:
+        return self._server.gpus
+
+    @property
+    def gpu_type(self) -> str:
+        return self._server.gpu_type
+
+    @property
+    def speed(self) -> float:
+        return self._server.speed
+
+    @property
+    def on_loan(self) -> bool:
+        return self._server.on_loan
+
+    @property
+    def available(self) -> bool:
+        return self._server.available
+
+    @property
+    def used(self) -> int:
+        return self._server.used
+
+    @property
+    def free(self) -> int:
+        return self._server.free
+
+    @property
+    def jobs(self) -> Mapping[str, int]:
+        """Job id -> GPUs that job holds on this server."""
+        return MappingProxyType(self._server.jobs)
+
+
+class Clock:
+    """The engine's current time, shared by reference with every view."""
+
+    __slots__ = ("now",)
+
+    def __init__(self, now: float = 0.0) -> None:
+        self.now = now
+
+
+class _ViewMapping(Mapping[str, JobView]):
+    """A live, read-only mapping of job id -> JobView over one of the engine's job dicts."""
+
+    __slots__ = ("_jobs", "_views")
+
+    def __init__(self, jobs: dict[str, JobState], views: dict[str, JobView]) -> None:
+        self._jobs = jobs
+        self._views = views
+
+    def __getitem__(self, job_id: str) -> JobView:
+        if job_id not in self._jobs:
+            raise KeyError(job_id)
+        return self._views[job_id]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._jobs)
+
+    def __len__(self) -> int:
+        return len(self._jobs)
+
+    def values(self):  # type: ignore[override]
+        views = self._views
+        return [views[job_id] for job_id in self._jobs]
+
+
+class ClusterView:
+    """Everything a policy may read: time, servers, queued and running jobs."""
+
+    def __init__(self, state: ClusterState, clock: Clock) -> None:
+        self._state = state
+        self._clock = clock
+        self._job_views: dict[str, JobView] = {}
+        self._server_views = {sid: ServerView(s) for sid, s in state.servers.items()}
+        self.queue: Mapping[str, JobView] = _ViewMapping(state.queue, self._job_views)
+        self.running: Mapping[str, JobView] = _ViewMapping(state.running, self._job_views)
+        self.servers: Mapping[str, ServerView] = MappingProxyType(self._server_views)
+
+    def register(self, job: JobState) -> JobView:
+        view = JobView(job, self._clock)
+        self._job_views[job.job_id] = view
+        return view
+
+    @property
+    def now(self) -> float:
+        return self._clock.now
+
+    @property
+    def spec(self) -> ClusterSpec:
+        return self._state.spec
+
+    def job(self, job_id: str) -> JobView:
+        return self._job_views[job_id]
+
+    def pool_servers(self, pool: str) -> tuple[str, ...]:
+        return self._state.pool_servers[pool]
+
+    def servers_with_free(self, pool: str, free: int) -> Iterator[str]:
+        """Available servers of `pool` with exactly `free` free GPUs, in a stable order."""
+        buckets = self._state.free_index[pool]
+        return iter(buckets[free]) if 0 <= free < len(buckets) else iter(())
+
+    def free_gpus(self, pool: str) -> int:
+        buckets = self._state.free_index[pool]
+        return sum(f * len(bucket) for f, bucket in enumerate(buckets) if f)
+
+    @property
+    def shares_gpus(self) -> bool:
+        return self._state.allow_oversubscription
