@@ -1,0 +1,1 @@
+"""Core app: health of the backing services, the home page and housekeeping commands."""

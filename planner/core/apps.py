@@ -1,0 +1,7 @@
+from django.apps import AppConfig
+
+
+class CoreConfig(AppConfig):
+    name = "planner.core"
+    label = "core"
+    verbose_name = "Planner core"

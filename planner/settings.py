@@ -1,0 +1,275 @@
+"""Settings for the GPU cluster planner: one module, every value read from the environment.
+
+Local defaults need nothing installed (SQLite file, Celery on Kombu's filesystem transport);
+production sets PLANNER_ENV=production plus DATABASE_URL, REDIS_URL, SECRET_KEY and
+ALLOWED_HOSTS. The README's configuration table lists every variable read here.
+"""
+
+import os
+from pathlib import Path
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = BASE_DIR / "var"
+VAR_DIR.mkdir(exist_ok=True)
+
+
+# --- Environment helpers ---------------------------------------------------------------------
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off", ""}
+
+
+def env_str(name: str, default: str) -> str:
+    return os.environ.get(name, default)
+
+
+def env_bool(name: str, default: bool) -> bool:
+    raw = os.environ.get(name)
+    if raw is None:
+        return default
+    value = raw.strip().lower()
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise ImproperlyConfigured(f"{name}={raw!r} is not a boolean (use 1/0, true/false)")
+
+
+def env_int(name: str, default: int) -> int:
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        return int(raw)
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"{name}={raw!r} is not an integer") from exc
+
+
+def env_float(name: str, default: float) -> float:
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        return float(raw)
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"{name}={raw!r} is not a number") from exc
+
+
+def env_list(name: str, default: str) -> list[str]:
+    return [item.strip() for item in env_str(name, default).split(",") if item.strip()]
+
+
+# --- Mode and security -----------------------------------------------------------------------
+
+PLANNER_ENV = env_str("PLANNER_ENV", "local")
+IS_PRODUCTION = PLANNER_ENV == "production"
+
+DEFAULT_SECRET_KEY = "insecure-local-planner-key-change-me"
+SECRET_KEY = env_str("SECRET_KEY", DEFAULT_SECRET_KEY)
+DEBUG = env_bool("DEBUG", default=not IS_PRODUCTION)
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "127.0.0.1,localhost,[::1]")
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", "")
+
+if IS_PRODUCTION:
+    if DEBUG:
+        raise ImproperlyConfigured("PLANNER_ENV=production refuses to start with DEBUG on")
+    if SECRET_KEY == DEFAULT_SECRET_KEY:
+        raise ImproperlyConfigured("PLANNER_ENV=production refuses the default SECRET_KEY")
+    SESSION_COOKIE_SECURE = env_bool("SECURE_COOKIES", default=True)
+    CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+    if env_bool("BEHIND_TLS_PROXY", default=False):
+        SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+
+
+# --- Applications ----------------------------------------------------------------------------
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "rest_framework.authtoken",
+    "django_filters",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
+    "planner.core",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "planner.urls"
+WSGI_APPLICATION = "planner.wsgi.application"
+ASGI_APPLICATION = "planner.asgi.application"
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+
+# --- Database --------------------------------------------------------------------------------
+# DATABASE_URL (PostgreSQL in production); default: SQLite file var/db.sqlite3. Tests on
+# SQLite use a file (not :memory:) so a Celery worker subprocess can open the same database.
+
+DEFAULT_DATABASE_URL = f"sqlite:///{VAR_DIR / 'db.sqlite3'}"
+DATABASE_URL = env_str("DATABASE_URL", DEFAULT_DATABASE_URL) or DEFAULT_DATABASE_URL
+DATABASES = {
+    "default": dj_database_url.parse(
+        DATABASE_URL,
+        conn_max_age=env_int("DATABASE_CONN_MAX_AGE", 60),
+        conn_health_checks=True,
+    )
+}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test_db.sqlite3")}
+elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    DATABASES["default"].setdefault("OPTIONS", {})
+    DATABASES["default"]["OPTIONS"].setdefault(
+        "connect_timeout", env_int("DATABASE_CONNECT_TIMEOUT", 5)
+    )
+
+
+# --- Authentication --------------------------------------------------------------------------
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+
+
+# --- Internationalisation --------------------------------------------------------------------
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = env_str("TIME_ZONE", "UTC")
+USE_I18N = True
+USE_TZ = True
+
+
+# --- Static files ----------------------------------------------------------------------------
+# Sources in static/ at the repo top; every asset is local (no CDN). Whitenoise serves the
+# collected, hashed files only when DEBUG is off; with DEBUG, runserver serves them as-is.
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = Path(env_str("STATIC_ROOT", str(BASE_DIR / "staticfiles")))
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+}
+if not DEBUG:
+    MIDDLEWARE.insert(1, "whitenoise.middleware.WhiteNoiseMiddleware")
+    STORAGES["staticfiles"] = {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"}
+
+
+# --- REST API --------------------------------------------------------------------------------
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.SessionAuthentication",
+        "rest_framework.authentication.TokenAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
+    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
+    "PAGE_SIZE": 50,
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+}
+
+SPECTACULAR_SETTINGS = {
+    "TITLE": "GPU cluster planner API",
+    "DESCRIPTION": "Clusters, workloads, what-if runs and live scheduling decisions.",
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+}
+
+
+# --- Celery ----------------------------------------------------------------------------------
+# REDIS_URL set: Redis is broker and result backend. Unset: Kombu's filesystem transport under
+# var/celery/ (no server needed) and no result backend; tasks store their results in the
+# database themselves, so results are ignored unless a task asks otherwise.
+
+REDIS_URL = env_str("REDIS_URL", "")
+CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", 3600)
+CELERY_TASK_SOFT_TIME_LIMIT = env_int("CELERY_TASK_SOFT_TIME_LIMIT", 3300)
+CELERY_FILESYSTEM_DIR = VAR_DIR / "celery"
+
+if REDIS_URL:
+    CELERY_BROKER_URL = REDIS_URL
+    CELERY_RESULT_BACKEND = REDIS_URL
+    # With acks_late an unacked task is redelivered after the visibility timeout: keep it
+    # above the hard time limit so a long run is never started twice.
+    CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": CELERY_TASK_TIME_LIMIT + 600}
+else:
+    CELERY_BROKER_URL = "filesystem://localhost/"
+    CELERY_RESULT_BACKEND = None
+    for _folder in ("queue", "control", "processed"):
+        (CELERY_FILESYSTEM_DIR / _folder).mkdir(parents=True, exist_ok=True)
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "data_folder_in": str(CELERY_FILESYSTEM_DIR / "queue"),
+        "data_folder_out": str(CELERY_FILESYSTEM_DIR / "queue"),
+        "control_folder": str(CELERY_FILESYSTEM_DIR / "control"),
+        "processed_folder": str(CELERY_FILESYSTEM_DIR / "processed"),
+        "store_processed": False,
+        "polling_interval": 0.25,
+    }
+
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_SERIALIZER = "json"
+CELERY_RESULT_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_RESULT_ACCEPT_CONTENT = ["json"]
+CELERY_RESULT_EXPIRES = env_int("CELERY_RESULT_EXPIRES", 86400)
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_TIMEZONE = TIME_ZONE
+
+
+# --- Health checks ---------------------------------------------------------------------------
+
+HEALTH_CONNECT_TIMEOUT = env_float("HEALTH_CONNECT_TIMEOUT", 2.0)
+HEALTH_WORKER_TIMEOUT = env_float("HEALTH_WORKER_TIMEOUT", 1.0)
+
+
+# --- Logging ---------------------------------------------------------------------------------
+
+LOG_LEVEL = env_str("LOG_LEVEL", "INFO").upper()
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": "WARNING"},
+    "loggers": {"planner": {"level": LOG_LEVEL}},
+}

@@ -1,0 +1,13 @@
+"""Top-level routes: pages, the versioned REST API, its OpenAPI schema and offline docs."""
+
+from django.contrib import admin
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+urlpatterns = [
+    path("", include("planner.core.urls")),
+    path("api/v1/", include("planner.core.api_urls")),
+    path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
+    path("admin/", admin.site.urls),
+]

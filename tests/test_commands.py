@@ -1,0 +1,28 @@
+"""Management commands and tasks that run without any server."""
+
+import logging
+
+import pytest
+from django.core.management import call_command
+
+from planner.core.tasks import ping
+
+
+@pytest.mark.django_db
+def test_load_demo_is_idempotent(caplog):
+    with caplog.at_level(logging.INFO, logger="planner"):
+        call_command("load_demo")
+        call_command("load_demo")
+
+    assert caplog.messages.count("no demo models yet") == 2
+
+
+@pytest.mark.django_db
+def test_check_services_passes_on_the_configured_services(capsys):
+    call_command("check_services", "--timeout", "2")
+
+    assert capsys.readouterr().out.startswith("planner: ok: ")
+
+
+def test_ping_task_answers_pong():
+    assert ping.apply().get() == "pong"

@@ -1,0 +1,98 @@
+"""Settings come from the environment; production mode refuses unsafe values."""
+
+import os
+import runpy
+import subprocess
+import sys
+
+import pytest
+from django.core.exceptions import ImproperlyConfigured
+
+from tests.support import REPO
+
+SETTINGS_FILE = str(REPO / "planner" / "settings.py")
+SERVICE_VARIABLES = ("DATABASE_URL", "REDIS_URL", "DEBUG", "SECRET_KEY", "PLANNER_ENV")
+
+
+@pytest.fixture
+def clean_env(monkeypatch):
+    for name in SERVICE_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    return monkeypatch
+
+
+def test_local_defaults_need_no_server(clean_env):
+    loaded = runpy.run_path(SETTINGS_FILE)
+
+    assert loaded["DEBUG"] is True
+    assert loaded["DATABASES"]["default"]["ENGINE"] == "django.db.backends.sqlite3"
+    assert loaded["DATABASES"]["default"]["NAME"] == str(REPO / "var" / "db.sqlite3")
+    assert loaded["DATABASES"]["default"]["TEST"]["NAME"] == str(REPO / "var" / "test_db.sqlite3")
+    assert loaded["CELERY_BROKER_URL"].startswith("filesystem://")
+    assert loaded["CELERY_RESULT_BACKEND"] is None
+    assert (REPO / "var" / "celery" / "queue").is_dir()
+
+
+def test_redis_url_is_broker_and_result_backend(clean_env):
+    clean_env.setenv("REDIS_URL", "redis://127.0.0.1:6379/5")
+
+    loaded = runpy.run_path(SETTINGS_FILE)
+
+    assert loaded["CELERY_BROKER_URL"] == "redis://127.0.0.1:6379/5"
+    assert loaded["CELERY_RESULT_BACKEND"] == "redis://127.0.0.1:6379/5"
+    visibility = loaded["CELERY_BROKER_TRANSPORT_OPTIONS"]["visibility_timeout"]
+    assert visibility > loaded["CELERY_TASK_TIME_LIMIT"]
+
+
+def test_celery_settings_are_safe_for_late_acks(settings):
+    assert settings.CELERY_TASK_ACKS_LATE is True
+    assert settings.CELERY_TASK_REJECT_ON_WORKER_LOST is True
+    assert settings.CELERY_WORKER_PREFETCH_MULTIPLIER == 1
+    assert settings.CELERY_ACCEPT_CONTENT == ["json"]
+    assert settings.CELERY_TASK_IGNORE_RESULT is True
+    assert settings.CELERY_TASK_SOFT_TIME_LIMIT < settings.CELERY_TASK_TIME_LIMIT
+
+
+def test_production_refuses_debug(clean_env):
+    clean_env.setenv("PLANNER_ENV", "production")
+    clean_env.setenv("SECRET_KEY", "a-real-secret")
+    clean_env.setenv("DEBUG", "1")
+
+    with pytest.raises(ImproperlyConfigured, match="DEBUG on"):
+        runpy.run_path(SETTINGS_FILE)
+
+
+def test_production_refuses_the_default_secret_key(clean_env):
+    clean_env.setenv("PLANNER_ENV", "production")
+
+    with pytest.raises(ImproperlyConfigured, match="default SECRET_KEY"):
+        runpy.run_path(SETTINGS_FILE)
+
+
+def test_production_serves_hashed_static_files_with_whitenoise(clean_env):
+    clean_env.setenv("PLANNER_ENV", "production")
+    clean_env.setenv("SECRET_KEY", "a-real-secret")
+
+    loaded = runpy.run_path(SETTINGS_FILE)
+
+    assert loaded["DEBUG"] is False
+    assert "whitenoise.middleware.WhiteNoiseMiddleware" in loaded["MIDDLEWARE"]
+    assert loaded["STORAGES"]["staticfiles"]["BACKEND"].endswith(
+        "CompressedManifestStaticFilesStorage"
+    )
+
+
+def test_manage_py_reports_a_configuration_error_in_one_line():
+    completed = subprocess.run(
+        [sys.executable, "manage.py", "check"],
+        cwd=REPO,
+        env={**os.environ, "PLANNER_ENV": "production", "DEBUG": "1", "SECRET_KEY": "x" * 50},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+    assert completed.returncode == 2
+    assert completed.stderr.splitlines() == [
+        "planner: PLANNER_ENV=production refuses to start with DEBUG on"
+    ]
