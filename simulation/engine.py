@@ -129,7 +129,7 @@ class Simulation:
         self._seq = 0
         self._tick_pending = False
         self._finished = 0
-        self._next_progress = 0.01
+        self._next_percent = 1
         self._interval = self.config.schedule_interval or policy.interval
         self._inference_pool = next(
             (p for p in cluster.pools if p.kind == PoolKind.INFERENCE), None
@@ -312,10 +312,10 @@ class Simulation:
         job.status = JobStatus.DONE
         job.end_time = now
         self._finished += 1
-        fraction = self._finished / len(self.workload.jobs)
-        if self.progress is not None and fraction >= self._next_progress:
-            self.progress(fraction)
-            self._next_progress = math.floor(fraction * 100 + 1) / 100
+        percent = self._finished * 100 // len(self.workload.jobs)
+        if self.progress is not None and percent >= self._next_percent:
+            self.progress(self._finished / len(self.workload.jobs))
+            self._next_percent = percent + 1
         return True
 
     def _schedule_round(self) -> None:

@@ -1,0 +1,127 @@
+"""Engine mechanics on hand-computed tiny cases."""
+
+from __future__ import annotations
+
+import pytest
+
+from simulation.decisions import Launch, Slot
+from simulation.engine import EngineConfig, Simulation
+from simulation.errors import InputError, InvalidDecision
+from simulation.model import InferenceLoad, JobSpec, PoolKind
+from simulation.policies import Policy, create_policy
+from tests.simulation.builders import cluster, training_cluster, workload
+
+
+def run(spec, jobs, policy, *, config=None, load=None, **params):
+    sim = Simulation(spec, jobs, create_policy(policy, params), config=config, inference_load=load)
+    return sim, sim.run()
+
+
+def ends(result) -> dict[str, float]:
+    return {row["job_id"]: row["end"] for row in result.jobs}
+
+
+def test_fifo_versus_sjf_two_jobs_on_one_gpu():
+    jobs = workload(JobSpec("long", 0, 1, 100), JobSpec("short", 0, 1, 10))
+    _, fifo = run(training_cluster(1, 1), jobs, "fifo")
+    _, sjf = run(training_cluster(1, 1), jobs, "sjf")
+    assert ends(fifo) == {"long": 100, "short": 110}
+    assert ends(sjf) == {"short": 10, "long": 110}
+    assert fifo.summary["jct"]["mean"] == 105
+    assert sjf.summary["jct"]["mean"] == 60
+    assert fifo.summary["queuing"]["mean"] == 50
+    assert sjf.summary["gpu_utilization"]["training"] == 1.0
+
+
+@pytest.mark.parametrize(("checkpoint", "end"), [(True, 50 + 10 + 63 + 50), (False, 60 + 63 + 100)])
+def test_srtf_preemption_restart_overhead_and_lost_progress(checkpoint, end):
+    jobs = workload(
+        JobSpec("long", 0, 1, 100, checkpoint=checkpoint), JobSpec("short", 50, 1, 10)
+    )
+    _, result = run(training_cluster(1, 1), jobs, "srtf")
+    assert ends(result) == {"long": end, "short": 60}
+    assert result.summary["preemptions"] == 1
+    assert result.summary["preemption_ratio"] == 0.5
+
+
+def test_fifo_head_blocks_unless_backfill():
+    jobs = workload(
+        JobSpec("a", 0, 1, 10), JobSpec("big", 1, 2, 10), JobSpec("small", 2, 1, 5)
+    )
+    _, strict = run(training_cluster(1, 2), jobs, "fifo")
+    _, backfill = run(training_cluster(1, 2), jobs, "fifo", backfill=True)
+    assert ends(strict) == {"a": 10, "big": 20, "small": 25}
+    assert ends(backfill) == {"a": 10, "small": 7, "big": 20}
+
+
+def test_tiresias_demotes_after_threshold_and_promotes_the_newcomer():
+    jobs = workload(JobSpec("old", 0, 1, 1000), JobSpec("new", 600, 1, 100))
+    _, result = run(training_cluster(1, 1), jobs, "tiresias", promote_knob=0)
+    # "old" passes 500 GPU·s at t=500 (queue 1); "new" arrives in queue 0 and preempts it.
+    assert ends(result)["new"] == 700
+    assert ends(result)["old"] == 700 + 63 + 400
+    assert result.summary["preemptions"] == 1
+
+
+def test_multi_gpu_job_spans_servers_and_runs_at_requested_speed():
+    jobs = workload(JobSpec("wide", 0, 8, 100))
+    sim, result = run(training_cluster(2, 4), jobs, "fifo")
+    assert ends(result) == {"wide": 100}
+    assert result.summary["gpu_utilization"]["training"] == 1.0
+
+
+def test_slower_gpu_type_stretches_running_time():
+    spec = cluster(("t4", PoolKind.TRAINING, 1, 4), gpu_type="T4")
+    _, result = run(spec, workload(JobSpec("j", 0, 4, 100)), "fifo")
+    assert ends(result) == {"j": 400}
+
+
+def test_job_larger_than_cluster_is_a_user_error():
+    with pytest.raises(InputError, match="needs at least 16 GPUs"):
+        run(training_cluster(1, 8), workload(JobSpec("huge", 0, 16, 10)), "fifo")
+
+
+class OverCommitting(Policy):
+    name = "test-overcommit"
+
+    def schedule(self, view):
+        for job_id in list(view.queue):
+            yield Launch(job_id, (Slot("training-1", 1),))
+
+
+def test_engine_refuses_an_over_commitment_loudly():
+    sim = Simulation(
+        training_cluster(1, 1),
+        workload(JobSpec("a", 0, 1, 10), JobSpec("b", 0, 1, 10)),
+        OverCommitting(),
+    )
+    with pytest.raises(InvalidDecision, match="over-commit"):
+        sim.run()
+
+
+def test_inference_servers_are_lent_then_reclaimed_with_preemption():
+    spec = cluster(
+        ("training", PoolKind.TRAINING, 1, 1), ("inference", PoolKind.INFERENCE, 2, 1)
+    )
+    load = InferenceLoad(times=(0.0, 600.0), busy_servers=(0, 2))
+    jobs = workload(JobSpec("a", 0, 1, 1000), JobSpec("b", 0, 1, 1000), JobSpec("c", 0, 1, 1000))
+    sim, result = run(spec, jobs, "fifo", load=load, config=EngineConfig(loan_interval=300))
+    loaning = result.summary["loaning"]
+    assert loaning["servers_lent"] == 2
+    assert loaning["servers_reclaimed"] == 2
+    assert loaning["reclaim_preemptions"] == 2
+    assert result.summary["finished"] == 3
+    # Two jobs ran on loan until t=600 (400 s of work left each, checkpointed), then queued
+    # behind the training server's job, each paying the 63 s restart overhead.
+    assert sorted(ends(result).values()) == [1000, 1000 + 63 + 400, 1000 + 2 * (63 + 400)]
+    assert {row["action"] for row in result.loan_log} == {"loan", "reclaim"}
+
+
+def test_progress_is_reported_every_percent():
+    seen: list[float] = []
+    jobs = workload(*(JobSpec(f"j{i}", i, 1, 5) for i in range(200)))
+    Simulation(
+        training_cluster(1, 4), jobs, create_policy("fifo"), progress=seen.append
+    ).run()
+    assert len(seen) == 100
+    assert seen[-1] == 1.0
