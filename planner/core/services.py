@@ -50,7 +50,11 @@ def _reason(*, error: BaseException, timeout: float) -> str:
     if isinstance(error, OSError) and error.strerror:
         return error.strerror.lower()
     lines = [line.strip() for line in str(error).splitlines() if line.strip()]
-    return " ".join(lines[0].split()) if lines else type(error).__name__
+    if not lines:
+        return type(error).__name__
+    first = " ".join(lines[0].split())
+    # libpq wraps the server's answer in "connection to server at ... failed: FATAL: ..."
+    return first.split("FATAL:", 1)[1].strip() if "FATAL:" in first else first
 
 
 def tcp_probe(*, host: str, port: int, timeout: float) -> str | None:
