@@ -8,7 +8,8 @@ running jobs outside it, launch the queued jobs inside it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
 
 from simulation.decisions import Decision, Launch, Preempt
 from simulation.model import JobSpec, PoolKind
@@ -88,3 +89,32 @@ def preemptive_schedule(view: ClusterView, ordered: list[JobView]) -> Iterator[D
         launch = place_requested(view, job)
         if launch is not None:
             yield launch
+
+
+def schedule_by_priority(
+    view: ClusterView, key: Callable[[JobView], Any]
+) -> Iterator[Decision]:
+    """A preemptive priority policy: `key` orders jobs, lowest first.
+
+    When the whole queue fits in the free GPUs, the global order would keep every running
+    job and start every queued one, so the queued jobs are simply launched (the common,
+    uncontended case, without sorting the running jobs). Otherwise, or when fragmentation
+    defeats a placement, the full `preemptive_schedule` runs on the state as it now is.
+    """
+    if not view.queue:
+        return
+    queued = sorted(view.queue.values(), key=key)
+    free = sum(view.free_gpus(p.name) for p in view.spec.pools)
+    if sum(job.spec.num_gpus for job in queued) <= free:
+        placed_all = True
+        for job in queued:
+            launch = place_requested(view, job)
+            if launch is None:
+                placed_all = False
+            else:
+                yield launch
+        if placed_all:
+            return
+    jobs = [*view.running.values(), *view.queue.values()]
+    jobs.sort(key=key)
+    yield from preemptive_schedule(view, jobs)

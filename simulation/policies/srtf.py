@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 from simulation.decisions import Decision
 from simulation.policies.base import Policy, register
-from simulation.policies.ordering import preemptive_schedule
+from simulation.policies.ordering import schedule_by_priority
 from simulation.view import ClusterView, JobView
 
 
@@ -25,11 +25,7 @@ class ShortestRemainingTime(Policy):
     description = "Shortest remaining time first; preemptive."
 
     def schedule(self, view: ClusterView) -> Iterator[Decision]:
-        if not view.queue:
-            return iter(())
-        jobs = [*view.running.values(), *view.queue.values()]
-        jobs.sort(key=lambda j: (remaining_seconds(j), j.submit_time))
-        return preemptive_schedule(view, jobs)
+        return schedule_by_priority(view, lambda j: (remaining_seconds(j), j.submit_time))
 
 
 @register
@@ -38,8 +34,6 @@ class ShortestRemainingService(Policy):
     description = "Shortest remaining service (time × GPUs) first; preemptive."
 
     def schedule(self, view: ClusterView) -> Iterator[Decision]:
-        if not view.queue:
-            return iter(())
-        jobs = [*view.running.values(), *view.queue.values()]
-        jobs.sort(key=lambda j: (remaining_seconds(j) * j.spec.num_gpus, j.submit_time))
-        return preemptive_schedule(view, jobs)
+        return schedule_by_priority(
+            view, lambda j: (remaining_seconds(j) * j.spec.num_gpus, j.submit_time)
+        )

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 
 from simulation.decisions import Decision
 from simulation.policies.base import Param, Policy, register
-from simulation.policies.ordering import preemptive_schedule
+from simulation.policies.ordering import schedule_by_priority
 from simulation.state import JobStatus
 from simulation.view import ClusterView, JobView
 
@@ -46,8 +46,4 @@ class Tiresias(Policy):
         return bisect_right(self._bounds, job.attained_service)
 
     def schedule(self, view: ClusterView) -> Iterator[Decision]:
-        if not view.queue:
-            return iter(())
-        jobs = [*view.running.values(), *view.queue.values()]
-        jobs.sort(key=lambda j: (self.queue_index(view, j), j.submit_time))
-        return preemptive_schedule(view, jobs)
+        return schedule_by_priority(view, lambda j: (self.queue_index(view, j), j.submit_time))
