@@ -40,6 +40,7 @@ from simulation.view import Clock, ClusterView
 
 COMPLETION, LOAN, TICK = 0, 1, 3
 _EPSILON = 1e-6
+SCALING_MODES = ("none", "stop-free", "stop-resume")
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +51,14 @@ class EngineConfig:
     testbed). Resizes pause every worker of the job for `scale_out_pause` / `scale_in_pause`
     seconds and migrations for `migration_pause`. `prediction_error_share` of the jobs get a
     running-time prediction off by up to ±`prediction_error_range` (Aryl Table 9).
+
+    `scaling_mode` selects the overhead model of a resize (EDL §4.2, §6.1). `none`: the plain
+    `scale_out_pause` / `scale_in_pause`. `stop-free`: on scale-out the existing workers keep
+    training at their old rate while the new ones prepare for `stop_free_prepare` s, then every
+    worker stops `stop_free_broadcast` s (< 1 s) for the model broadcast; scale-in is a graceful
+    exit with no stop. `stop-resume`: every worker stops `stop_resume_pause` s (30-60 s
+    measured) on every scale-in and scale-out. The GPU-seconds lost (new workers preparing,
+    stopped workers) accumulate in each job's `overhead_gpu_seconds`.
     """
 
     restart_overhead: float = 63.0
@@ -58,6 +67,10 @@ class EngineConfig:
     scale_out_pause: float = 0.0
     scale_in_pause: float = 0.0
     migration_pause: float = 0.0
+    scaling_mode: str = "none"  # none | stop-free | stop-resume
+    stop_free_prepare: float = 30.0
+    stop_free_broadcast: float = 0.5
+    stop_resume_pause: float = 45.0
     loan_interval: float = 300.0
     loan_headroom: int = 0
     reclaim_strategy: str = "scf"
@@ -121,7 +134,7 @@ class Simulation:
         self.progress = progress
         self.state = ClusterState(cluster, allow_oversubscription=policy.shares_gpus)
         self.clock = Clock(0.0)
-        self.view = ClusterView(self.state, self.clock)
+        self.view = ClusterView(self.state, self.clock, self.throughput)
         self.counters = Counters()
         self.reclaim_strategy: ReclaimStrategy = get_reclaim_strategy(self.config.reclaim_strategy)
         self._reclaim_rng = random.Random(f"reclaim:{self.config.seed}")
@@ -136,6 +149,11 @@ class Simulation:
         )
         self._inference_busy_servers = 0
         self.loan_log: list[dict[str, object]] = []
+        if self.config.scaling_mode not in SCALING_MODES:
+            raise InputError(
+                f"scaling_mode {self.config.scaling_mode!r} is not one of "
+                f"{', '.join(SCALING_MODES)}", field="scaling_mode"
+            )
         self._check_fits()
         last_submit = workload.jobs[-1].submit_time if workload.jobs else 0.0
         sample = self.config.sample_interval or max(60.0, last_submit / 2000.0)
@@ -362,6 +380,7 @@ class Simulation:
             job.version += 1
             job.rate = 0.0
             job.share = 1.0
+            job.join_at = 0.0
             if not job.spec.checkpoint:
                 job.remaining_work = job.spec.duration
             state.enqueue(job, now)
@@ -374,22 +393,22 @@ class Simulation:
                 raise InvalidDecision(f"job {job.job_id} is not elastic")
             self._settle(job, now)
             old = job.placement
+            old_gpus = job.gpus
+            training_rate = self._training_rate(job, now)
             state.release(job)
             try:
                 state.check_placement(job, decision.placement)
             except InvalidDecision:
                 state.occupy(job, old)
                 raise
-            grew = new_gpus > job.gpus if job.gpus else True
             state.occupy(job, decision.placement)
             if isinstance(decision, Migrate):
                 job.migrations += 1
-                pause = self.config.migration_pause
+                if self.config.migration_pause > 0:
+                    self._pause(job, now + self.config.migration_pause)
             else:
                 job.scaling_ops += 1
-                pause = self.config.scale_out_pause if grew else self.config.scale_in_pause
-            if pause > 0:
-                self._pause(job, now + pause)
+                self._scaling_overhead(job, new_gpus > old_gpus, old_gpus, training_rate)
             self._reschedule_completion(job)
         elif isinstance(decision, SetShare):
             job = state.job(decision.job_id, status=JobStatus.RUNNING)
@@ -400,6 +419,36 @@ class Simulation:
             self._reschedule_completion(job)
         else:
             raise InvalidDecision(f"unknown decision {decision!r}")
+
+    def _training_rate(self, job: JobState, now: float) -> float:
+        """The rate `job` is actually training at, at `now` (old workers, paused, or full)."""
+        if job.join_at > now:
+            return job.join_rate
+        return 0.0 if now < job.paused_until else job.rate
+
+    def _scaling_overhead(
+        self, job: JobState, grew: bool, old_gpus: int, training_rate: float
+    ) -> None:
+        """Apply the configured overhead model (EngineConfig.scaling_mode) to one resize."""
+        config = self.config
+        now = self.clock.now
+        if config.scaling_mode == "stop-free":
+            if not grew:
+                return  # graceful exit: leavers finish their mini-batch, nobody stops
+            if job.join_at <= now:  # otherwise an earlier scale-out is still preparing
+                job.join_gpus = old_gpus
+                job.join_rate = training_rate
+            job.join_at = now + config.stop_free_prepare
+            resume = job.join_at + config.stop_free_broadcast
+            job.overhead_gpu_seconds += job.gpus * (resume - max(job.join_at, job.paused_until))
+            job.paused_until = max(job.paused_until, resume)
+            return
+        if config.scaling_mode == "stop-resume":
+            pause = config.stop_resume_pause
+        else:
+            pause = config.scale_out_pause if grew else config.scale_in_pause
+        if pause > 0:
+            self._pause(job, now + pause)
 
     def _pause(self, job: JobState, until: float) -> None:
         start = max(self.clock.now, job.paused_until)
@@ -413,16 +462,21 @@ class Simulation:
             return
         job.attained_gpu_seconds += job.gpus * dt
         job.run_seconds += dt
-        start = max(job.last_update, job.paused_until)
-        if now > start and job.rate > 0:
+        if job.join_at > job.last_update:  # new workers still preparing: their GPUs idle
+            idle = min(now, job.join_at) - job.last_update
+            job.overhead_gpu_seconds += max(0, job.gpus - job.join_gpus) * idle
+        done = job.work_between(job.last_update, now)
+        if done > 0:
             before = job.spec.duration - job.remaining_work
-            job.remaining_work -= job.rate * (now - start)
+            job.remaining_work -= done
             if job.early_feedback_time is None and job.spec.iterations:
                 target = job.spec.duration * min(
                     1.0, self.config.early_feedback_iterations / job.spec.iterations
                 )
-                if before + job.rate * (now - start) >= target:
-                    job.early_feedback_time = start + max(0.0, target - before) / job.rate
+                if before + done >= target:
+                    job.early_feedback_time = job.time_to_work(
+                        job.last_update, max(0.0, target - before)
+                    )
         job.last_update = now
 
     def _reschedule_completion(self, job: JobState) -> None:
@@ -432,11 +486,9 @@ class Simulation:
             self.throughput.rate(job.spec.model, job.spec.num_gpus, job.gpus, speed) * job.share
         )
         job.version += 1
-        if job.rate <= 0:
-            return
-        start = max(self.clock.now, job.paused_until)
-        self._push(start + max(job.remaining_work, 0.0) / job.rate, COMPLETION, job.job_id,
-                   job.version)
+        at = job.time_to_work(self.clock.now, max(job.remaining_work, 0.0))
+        if at < math.inf:
+            self._push(at, COMPLETION, job.job_id, job.version)
 
     # -- inference side ---------------------------------------------------------------------
 

@@ -134,6 +134,8 @@ def build_result(sim: Simulation, *, wall_seconds: float) -> RunResult:
         "scaling_ops": scaling_ops,
         "migrations": migrations,
         "overhead_gpu_seconds": round(overhead, 3),
+        "scaling_mode": sim.config.scaling_mode,
+        "policy_counters": dict(sorted(getattr(sim.policy, "counters", {}).items())),
         "gpu_utilization": _utilization(sim, span),
         "avg_queue_length": round(float(np.mean([r["queue_length"] for r in timeseries])), 6)
         if timeseries

@@ -8,6 +8,7 @@ API builds one from a snapshot and applies a policy's decisions to it the same w
 
 from __future__ import annotations
 
+import math
 from enum import StrEnum
 
 from simulation.decisions import Placement
@@ -57,7 +58,7 @@ class JobState:
         "last_update", "paused_until", "attained_gpu_seconds", "run_seconds",
         "first_start", "end_time", "queued_since", "queued_seconds", "preemptions",
         "scaling_ops", "migrations", "overhead_gpu_seconds", "version", "early_feedback_time",
-        "predicted_duration", "index",
+        "predicted_duration", "index", "join_at", "join_rate", "join_gpus",
     )
 
     def __init__(self, spec: JobSpec, index: int = 0) -> None:
@@ -84,6 +85,11 @@ class JobState:
         self.version = 0  # bumped whenever the completion time changes
         self.early_feedback_time: float | None = None
         self.predicted_duration = spec.duration
+        # Stop-free scale-out (EDL §4.2): until `join_at` only the `join_gpus` old workers
+        # train, at `join_rate`; `rate` applies once `paused_until` has passed.
+        self.join_at = 0.0
+        self.join_rate = 0.0
+        self.join_gpus = 0
 
     @property
     def job_id(self) -> str:
@@ -92,6 +98,28 @@ class JobState:
     @property
     def workers(self) -> int:
         return self.gpus // self.spec.gpus_per_worker
+
+    def work_between(self, t0: float, t1: float) -> float:
+        """Work done in [t0, t1] for t0 >= last_update: the old workers' rate until
+        `join_at`, nothing while paused, then `rate`."""
+        work = 0.0
+        if self.join_at > t0 and self.join_rate > 0:
+            work += self.join_rate * (min(t1, self.join_at) - t0)
+        start = max(t0, self.paused_until)
+        if t1 > start and self.rate > 0:
+            work += self.rate * (t1 - start)
+        return work
+
+    def time_to_work(self, t0: float, work: float) -> float:
+        """The time at which `work` more work-seconds are done, counting from t0."""
+        if self.join_at > t0 and self.join_rate > 0:
+            before_join = self.join_rate * (self.join_at - t0)
+            if work <= before_join:
+                return t0 + work / self.join_rate
+            work -= before_join
+        if self.rate <= 0:
+            return math.inf
+        return max(t0, self.paused_until) + work / self.rate
 
 
 class ClusterState:

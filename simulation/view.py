@@ -14,6 +14,7 @@ from types import MappingProxyType
 from simulation.decisions import Placement
 from simulation.model import ClusterSpec, JobSpec, PoolKind
 from simulation.state import ClusterState, JobState, JobStatus, ServerState
+from simulation.throughput import ThroughputModel
 
 
 class JobView:
@@ -83,10 +84,9 @@ class JobView:
 
     def _progress_since_update(self) -> float:
         job = self._job
-        if job.status != JobStatus.RUNNING:
+        if job.status != JobStatus.RUNNING or self._clock.now <= job.last_update:
             return 0.0
-        start = max(job.last_update, job.paused_until)
-        return job.rate * max(0.0, self._clock.now - start)
+        return job.work_between(job.last_update, self._clock.now)
 
     @property
     def remaining_work(self) -> float:
@@ -201,7 +201,9 @@ class _ViewMapping(Mapping[str, JobView]):
 class ClusterView:
     """Everything a policy may read: time, servers, queued and running jobs."""
 
-    def __init__(self, state: ClusterState, clock: Clock) -> None:
+    def __init__(
+        self, state: ClusterState, clock: Clock, throughput: ThroughputModel | None = None
+    ) -> None:
         self._state = state
         self._clock = clock
         self._job_views: dict[str, JobView] = {}
@@ -209,6 +211,8 @@ class ClusterView:
         self.queue: Mapping[str, JobView] = _ViewMapping(state.queue, self._job_views)
         self.running: Mapping[str, JobView] = _ViewMapping(state.running, self._job_views)
         self.servers: Mapping[str, ServerView] = MappingProxyType(self._server_views)
+        # The run's scaling curves, for policies that weigh a GPU's marginal gain (EDL, Gandiva).
+        self.throughput = throughput or ThroughputModel()
 
     def register(self, job: JobState) -> JobView:
         view = JobView(job, self._clock)
