@@ -8,6 +8,7 @@ decisions it has already made in the same round.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Iterator, Mapping
 from types import MappingProxyType
 
@@ -213,6 +214,7 @@ class ClusterView:
         self.servers: Mapping[str, ServerView] = MappingProxyType(self._server_views)
         # The run's scaling curves, for policies that weigh a GPU's marginal gain (EDL, Gandiva).
         self.throughput = throughput or ThroughputModel()
+        self._upcoming: tuple[list[float], list[JobSpec]] | None = None
 
     def register(self, job: JobState) -> JobView:
         view = JobView(job, self._clock)
@@ -245,3 +247,16 @@ class ClusterView:
     @property
     def shares_gpus(self) -> bool:
         return self._state.allow_oversubscription
+
+    def upcoming_jobs(self, until: float = float("inf")) -> list[JobSpec]:
+        """Jobs of the workload submitted in (now, until], in submit order.
+
+        Only oracles may read the future: perfect-knowledge baselines and predictors (SIA's
+        virtual clock, the perfect-predictor ablation). A realistic policy must not.
+        """
+        if self._upcoming is None or len(self._upcoming[1]) != len(self._state.jobs):
+            ordered = sorted(self._state.jobs.values(),
+                             key=lambda j: (j.spec.submit_time, j.index))
+            self._upcoming = ([j.spec.submit_time for j in ordered], [j.spec for j in ordered])
+        times, specs = self._upcoming
+        return specs[bisect_right(times, self.now):bisect_right(times, until)]

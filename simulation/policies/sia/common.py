@@ -1,0 +1,152 @@
+"""Shared mechanics of the SIA policies: queues and quotas, placement anywhere in the
+shared cluster, the no-sharing virtual clock and the logical resource-time plan (SIA §5.1).
+
+Queues are the cluster's `quota` pools (or, when it has none, every non-inference pool);
+a job belongs to the queue its `pool` names, and a job naming no queue belongs to the first
+one. GPUs are fungible across the physical cluster (SIA §5.1–5.3 assume so): a job may run
+on any server, its own queue's servers first. Durations are read at the reference speed;
+these policies assume one GPU type, as SIA's setup does.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from simulation.decisions import Launch
+from simulation.model import ClusterSpec, JobSpec, PoolKind
+from simulation.placement import best_fit, eligible_pools
+from simulation.view import ClusterView, JobView
+
+
+def queue_quotas(cluster: ClusterSpec) -> dict[str, int]:
+    """Queue name -> quota GPUs, in cluster order."""
+    pools = cluster.pools_of_kind(PoolKind.QUOTA) or tuple(
+        p for p in cluster.pools if p.kind != PoolKind.INFERENCE
+    )
+    return {p.name: p.quota_gpus if p.quota_gpus is not None else p.gpus for p in pools}
+
+
+def queue_of(spec: JobSpec, quotas: Mapping[str, int]) -> str:
+    return spec.pool if spec.pool in quotas else next(iter(quotas))
+
+
+def cluster_capacity(cluster: ClusterSpec, quotas: Mapping[str, int]) -> int:
+    """Physical GPUs of the queues' servers: what the queues share."""
+    return sum(cluster.pool(name).gpus for name in quotas)
+
+
+def idle_gpus(view: ClusterView, quotas: Mapping[str, int]) -> int:
+    return sum(view.free_gpus(name) for name in quotas)
+
+
+def place_shared(view: ClusterView, job: JobView, quotas: Mapping[str, int]) -> Launch | None:
+    """Launch `job` on free GPUs anywhere in the shared cluster, its own queue's first."""
+    spec = job.spec
+    own = queue_of(spec, quotas)
+    pools = eligible_pools(view, spec, [own, *(q for q in quotas if q != own)])
+    placement = best_fit(view, spec.num_gpus, gpus_per_worker=spec.gpus_per_worker, pools=pools)
+    return Launch(job.job_id, placement) if placement is not None else None
+
+
+@dataclass(slots=True)
+class QueueUsage:
+    """Per-queue allocation (GPUs of running jobs) and pending jobs in FCFS order."""
+
+    allocation: dict[str, int]
+    pending: dict[str, list[JobView]]
+
+    @classmethod
+    def of(cls, view: ClusterView, quotas: Mapping[str, int]) -> QueueUsage:
+        allocation = dict.fromkeys(quotas, 0)
+        pending: dict[str, list[JobView]] = {q: [] for q in quotas}
+        for job in view.running.values():
+            allocation[queue_of(job.spec, quotas)] += job.gpus
+        for job in view.queue.values():
+            pending[queue_of(job.spec, quotas)].append(job)
+        return cls(allocation, pending)
+
+    def by_share(self, quotas: Mapping[str, int]) -> list[str]:
+        """Queues in increasing CurrentAllocation / Quota (SIA Figures 7–8), ties by name."""
+        return sorted(quotas, key=lambda q: (self.allocation[q] / max(quotas[q], 1), q))
+
+
+def virtual_start_times(jobs: Iterable[JobSpec], quotas: Mapping[str, int]) -> dict[str, float]:
+    """Start time of every job when each queue runs FCFS on its quota alone (no sharing).
+
+    This is SIA's virtual clock (§5.1) and the appendix's cutoff start times: strict FCFS
+    in submit order, a job starts once its predecessor has started and enough of the
+    quota is free (a job wider than its quota starts once its queue is empty). It
+    reproduces `fcfs-pools` exactly, which is what makes sia-vc's
+    no-slowdown guarantee (Theorem 1) checkable.
+    """
+    by_queue: dict[str, list[JobSpec]] = {q: [] for q in quotas}
+    for spec in jobs:
+        by_queue[queue_of(spec, quotas)].append(spec)
+    starts: dict[str, float] = {}
+    for queue, specs in by_queue.items():
+        quota = quotas[queue]
+        running: list[tuple[float, int]] = []  # (end, gpus) heap
+        used = 0
+        last_start = -np.inf
+        for spec in sorted(specs, key=lambda s: s.submit_time):
+            t = max(spec.submit_time, last_start)
+            while running and running[0][0] <= t:
+                used -= heapq.heappop(running)[1]
+            while used + spec.num_gpus > quota and running:
+                end, gpus = heapq.heappop(running)
+                used -= gpus
+                t = max(t, end)
+            while running and running[0][0] <= t:
+                used -= heapq.heappop(running)[1]
+            starts[spec.job_id] = t
+            last_start = t
+            used += spec.num_gpus
+            heapq.heappush(running, (t + spec.duration, spec.num_gpus))
+    return starts
+
+
+class ResourceTimePlan:
+    """SIA's logical resource-time plan (§5.1): GPUs reserved over time.
+
+    Reserve(r, t, d) marks r GPUs busy for [t, t+d); MaxReservation(t, d) is the peak over
+    [t, t+d). The plan is tiny (running jobs plus the reservations of one round), so peaks
+    are computed with numpy over the interval starts rather than with a segment tree.
+    """
+
+    __slots__ = ("capacity", "_starts", "_ends", "_gpus")
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self._starts: list[float] = []
+        self._ends: list[float] = []
+        self._gpus: list[int] = []
+
+    def reserve(self, gpus: int, start: float, duration: float) -> None:
+        self._starts.append(start)
+        self._ends.append(start + duration)
+        self._gpus.append(gpus)
+
+    def max_reservation(self, start: float, duration: float) -> int:
+        if not self._starts:
+            return 0
+        starts = np.asarray(self._starts)
+        ends = np.asarray(self._ends)
+        gpus = np.asarray(self._gpus)
+        end = start + duration
+        inside = starts[(starts > start) & (starts < end)]
+        points = np.concatenate(([start], inside))[:, None]
+        covering = (starts[None, :] <= points) & (ends[None, :] > points)
+        return int((covering * gpus[None, :]).sum(axis=1).max())
+
+    def fits(self, gpus: int, start: float, duration: float) -> bool:
+        return self.max_reservation(start, duration) + gpus <= self.capacity
+
+    def clear_reservations(self) -> None:
+        self._starts.clear()
+        self._ends.clear()
+        self._gpus.clear()
+

@@ -1,0 +1,130 @@
+"""Synthetic workloads in SIA's setup (SIA §4.1, §6.1 and Appendix A.1).
+
+- Queues: `queues` quota pools (4–8 in the paper) of `gpus_per_queue` GPUs (8), one
+  physical cluster of V100 servers with 8 GPUs each.
+- Per-queue load: uniform in [0.6, 1.1] (§6.1; A.1 used [0.6, 0.95]); the load is
+  GPU-time arriving per unit time over the quota.
+- Bursty arrivals (A.1): jobs arrive in bursts whose total width is uniform in
+  [1, queue size]; bursts follow a Poisson process whose rate meets the queue's load.
+  Jobs of one burst arrive within `burst_spread_seconds` of its start.
+- Skewed durations (A.1): bimodal, uniform in [sqrt(10), 100] minutes with probability
+  0.8 and in [100, 1000] minutes with probability 0.2.
+- Widths (A.1): 1, 2, 4 or 8 GPUs with probabilities 0.7, 0.1, 0.15, 0.05, drawn among
+  the sizes that still fit the burst's remaining width.
+- Experiment tags (for SIA's JobDuration predictor, §5.4.2): a burst is one experiment;
+  with probability `repeat_experiment` it re-issues the queue's previous experiment
+  (closed-loop behaviour, §2). An experiment has one base duration from the bimodal law;
+  its jobs vary around it by a lognormal factor (sigma `experiment_sigma`).
+
+Every concern draws from its own generator spawned from one SeedSequence, so the same
+spec and seed give the same jobs on any machine.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from simulation.model import ClusterSpec, GpuType, JobSpec, PoolKind, PoolSpec, Workload
+
+DAY = 86400.0
+WIDTHS = np.array([1, 2, 4, 8])
+WIDTH_WEIGHTS = np.array([0.7, 0.1, 0.15, 0.05])
+SHORT_MINUTES = (math.sqrt(10.0), 100.0)
+LONG_MINUTES = (100.0, 1000.0)
+LONG_SHARE = 0.2
+
+
+@dataclass(frozen=True, slots=True)
+class SiaSetup:
+    """What to generate; defaults are the paper's 3-day, 4-queue, 8-GPU setup."""
+
+    queues: int = 4
+    gpus_per_queue: int = 8
+    gpus_per_server: int = 8
+    days: float = 3.0
+    load_range: tuple[float, float] = (0.6, 1.1)
+    burst_spread_seconds: float = 60.0
+    repeat_experiment: float = 0.5
+    experiment_sigma: float = 0.25
+
+
+def queue_names(setup: SiaSetup) -> list[str]:
+    return [f"q{i}" for i in range(1, setup.queues + 1)]
+
+
+def sia_cluster(setup: SiaSetup) -> ClusterSpec:
+    """One physical cluster split into `queues` quota pools of `gpus_per_queue` GPUs."""
+    servers = max(1, math.ceil(setup.gpus_per_queue / setup.gpus_per_server))
+    per_server = min(setup.gpus_per_server, setup.gpus_per_queue)
+    pools = tuple(
+        PoolSpec(name, PoolKind.QUOTA, "V100", servers, per_server,
+                 quota_gpus=setup.gpus_per_queue)
+        for name in queue_names(setup)
+    )
+    return ClusterSpec(f"sia-{setup.queues}q", {"V100": GpuType("V100", 1.0, 32.0)}, pools)
+
+
+def _bimodal_seconds(rng: np.random.Generator, n: int) -> np.ndarray:
+    long = rng.random(n) < LONG_SHARE
+    short = rng.uniform(*SHORT_MINUTES, n)
+    longer = rng.uniform(*LONG_MINUTES, n)
+    return np.where(long, longer, short) * 60.0
+
+
+def _mean_burst_gpu_seconds(quota: int) -> float:
+    mean_minutes = (1 - LONG_SHARE) * sum(SHORT_MINUTES) / 2 + LONG_SHARE * sum(LONG_MINUTES) / 2
+    return (1 + quota) / 2 * mean_minutes * 60.0
+
+
+def _burst_widths(total: int, quota: int, rng: np.random.Generator) -> list[int]:
+    widths: list[int] = []
+    remaining = total
+    while remaining > 0:
+        fit = WIDTHS <= min(remaining, quota)
+        weights = WIDTH_WEIGHTS * fit
+        width = int(rng.choice(WIDTHS, p=weights / weights.sum()))
+        widths.append(width)
+        remaining -= width
+    return widths
+
+
+def generate_sia_workload(setup: SiaSetup = SiaSetup(), seed: int = 0) -> Workload:
+    """Jobs for every queue of `setup`, sorted by submit time; ids are `<queue>-<n>`."""
+    loads_rng, arrivals_rng, widths_rng, durations_rng, tags_rng = (
+        np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(5)
+    )
+    horizon = setup.days * DAY
+    quota = setup.gpus_per_queue
+    loads = loads_rng.uniform(*setup.load_range, setup.queues)
+    jobs: list[JobSpec] = []
+    for name, load in zip(queue_names(setup), loads, strict=True):
+        rate = load * quota / _mean_burst_gpu_seconds(quota)  # bursts per second
+        t = arrivals_rng.exponential(1 / rate)
+        experiment = 0
+        base = 0.0
+        count = 0
+        while t < horizon:
+            if experiment == 0 or tags_rng.random() >= setup.repeat_experiment:
+                experiment += 1
+                base = float(_bimodal_seconds(durations_rng, 1)[0])
+            total = int(widths_rng.integers(1, quota + 1))
+            widths = _burst_widths(total, quota, widths_rng)
+            offsets = np.sort(arrivals_rng.uniform(0, setup.burst_spread_seconds, len(widths)))
+            factors = np.exp(durations_rng.normal(0.0, setup.experiment_sigma, len(widths)))
+            for width, offset, factor in zip(widths, offsets, factors, strict=True):
+                count += 1
+                jobs.append(JobSpec(
+                    job_id=f"{name}-{count}",
+                    submit_time=round(float(t + offset), 3),
+                    num_gpus=width,
+                    duration=round(max(60.0, base * float(factor)), 3),
+                    pool=name,
+                    preemptible=False,
+                    experiment=f"{name}-e{experiment}",
+                ))
+            t += arrivals_rng.exponential(1 / rate)
+    jobs.sort(key=lambda j: (j.submit_time, j.job_id))
+    return Workload(tuple(jobs), source=f"sia-generator(seed={seed})", format="sia")
