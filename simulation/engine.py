@@ -35,7 +35,7 @@ from simulation.model import ClusterSpec, InferenceLoad, PoolKind, Workload
 from simulation.policies.base import Policy
 from simulation.reclaim import ReclaimStrategy, get_reclaim_strategy
 from simulation.state import ClusterState, JobState, JobStatus
-from simulation.throughput import ThroughputModel
+from simulation.throughput import ThroughputModel, imperfect_scaling, placement_speed
 from simulation.view import Clock, ClusterView
 
 COMPLETION, LOAN, TICK = 0, 1, 3
@@ -51,6 +51,9 @@ class EngineConfig:
     testbed). Resizes pause every worker of the job for `scale_out_pause` / `scale_in_pause`
     seconds and migrations for `migration_pause`. `prediction_error_share` of the jobs get a
     running-time prediction off by up to ±`prediction_error_range` (Aryl Table 9).
+    `heterogeneous_efficiency` set: a job across GPU types runs at its GPU-weighted mean speed
+    times this factor (Aryl's 70 %) instead of its slowest GPU's; `elastic_step_loss` costs an
+    elastic job that share of throughput per worker past the middle of its range (Aryl §7.2).
 
     `scaling_mode` selects the overhead model of a resize (EDL §4.2, §6.1). `none`: the plain
     `scale_out_pause` / `scale_in_pause`. `stop-free`: on scale-out the existing workers keep
@@ -76,6 +79,8 @@ class EngineConfig:
     reclaim_strategy: str = "scf"
     prediction_error_share: float = 0.0
     prediction_error_range: float = 0.25
+    heterogeneous_efficiency: float | None = None  # None: a mixed job runs at its slowest GPU
+    elastic_step_loss: float = 0.0  # Aryl §7.2 imperfect scaling: loss per step past midpoint
     early_feedback_iterations: int = 100
     max_time: float = math.inf
     seed: int = 0
@@ -481,10 +486,15 @@ class Simulation:
 
     def _reschedule_completion(self, job: JobState) -> None:
         job.last_update = self.clock.now
-        speed = min(self.state.servers[slot.server].speed for slot in job.placement)
+        speed = placement_speed(
+            [(self.state.servers[slot.server].speed, slot.gpus) for slot in job.placement],
+            self.config.heterogeneous_efficiency,
+        )
         job.rate = (
             self.throughput.rate(job.spec.model, job.spec.num_gpus, job.gpus, speed) * job.share
         )
+        if self.config.elastic_step_loss > 0 and job.spec.elastic:
+            job.rate *= imperfect_scaling(job.spec, job.workers, self.config.elastic_step_loss)
         job.version += 1
         at = job.time_to_work(self.clock.now, max(job.remaining_work, 0.0))
         if at < math.inf:

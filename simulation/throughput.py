@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from simulation.model import JobSpec
+
 
 class ScalingCurve(Protocol):
     def speedup(self, gpus: int) -> float:
@@ -86,3 +88,34 @@ class ThroughputModel:
         base = self.speedup(model, requested_gpus)
         return self.speedup(model, gpus) / base * speed if base > 0 else 0.0
 
+
+
+def placement_speed(speed_gpus: list[tuple[float, int]], efficiency: float | None) -> float:
+    """Relative speed of a job whose GPUs have the given speeds.
+
+    Synchronous training waits for the slowest GPU, unless it balances batch sizes across GPU
+    types (Aryl Appendix A), which reaches `efficiency` of the GPU-weighted mean speed.
+    """
+    slowest = min(speed for speed, _ in speed_gpus)
+    if efficiency is None or all(speed == slowest for speed, _ in speed_gpus):
+        return slowest
+    gpus = sum(g for _, g in speed_gpus)
+    return efficiency * sum(speed * g for speed, g in speed_gpus) / gpus
+
+
+def scaling_steps_past_midpoint(workers: int, min_workers: int, max_workers: int) -> int:
+    return max(0, workers - (min_workers + max_workers) // 2)
+
+
+def imperfect_scaling(spec: JobSpec, workers: int, step_loss: float) -> float:
+    """Throughput factor of Aryl §7.2's imperfect scaling, relative to the requested size.
+
+    Each worker past the midpoint of [min, max] loses another `step_loss` of the ideal
+    throughput (floored at 10 %); the trace's duration already holds the requested size's.
+    """
+
+    def factor(w: int) -> float:
+        steps = scaling_steps_past_midpoint(w, spec.min_workers, spec.max_workers)
+        return max(0.1, 1.0 - step_loss * steps)
+
+    return factor(workers) / factor(spec.requested_workers)
