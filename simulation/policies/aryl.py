@@ -1,0 +1,422 @@
+"""Aryl's job scheduler: two-phase allocation (§5.2, Algorithm 2) and placement (§5.3).
+
+Every `interval` (60 s; the orchestrator loans and reclaims on the engine's 300 s
+`loan_interval`) the scheduler re-decides, non-preemptively:
+
+- Capacity is the free GPUs of every available server (on-loan inference servers included)
+  plus the GPUs of running elastic jobs' flexible workers, which may be taken back.
+- Phase one, SJF: queued jobs in increasing running time (elastic jobs by `T_max`, their
+  time at the minimum worker count) get their base demand (inelastic: the requested GPUs;
+  elastic: `w_min · D`) while it fits; a job that does not fit is skipped.
+- Phase two: the flexible demand of admitted and running elastic jobs is a multiple-choice
+  knapsack over the GPUs left (`aryl_knapsack.py`).
+- Running elastic jobs shrink to their new flexible count first, then admitted jobs launch in
+  best-fit-decreasing order (largest per-worker demand first, each worker on the fullest
+  server it fits), then running elastic jobs grow.
+
+Placement (§5.3): elastic jobs prefer on-loan inference servers, inelastic jobs training
+servers; on inference servers base and flexible workers never share a server, so reclaim can
+return the flexible group by scaling in (`group_flexible=false` turns this off, Table 6).
+GPU types partition the capacity: a job with a `gpu_type` uses only that type; a job without
+one runs wholly on one type (Appendix E), and its running times and knapsack values use that
+type's speed (the paper's speed-normalised capacity). With `heterogeneous` such jobs may also
+span types when no single type holds them, placed last (§6): base workers on training
+servers, flexible ones on inference servers; the engine's `heterogeneous_efficiency` (0.7 in
+the Advanced scenario) sets their speed, and the policy's parameter of the same name must
+match it for the knapsack values.
+
+Choices where the paper is silent: running times are the job's *predicted* remaining time
+(`predicted_duration` scaled by the work left), so Table 9's prediction errors enter; a
+shrinking job drops its most recently added flexible workers; a job admitted in phase one
+whose base demand finds no room after fragmentation waits for the next round.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+
+from simulation.decisions import Decision, Launch, Placement, Resize, Slot
+from simulation.model import JobSpec, PoolKind
+from simulation.policies.aryl_knapsack import (
+    FlexibleGroup,
+    flexible_group,
+    solve_multiple_choice_knapsack,
+)
+from simulation.policies.base import Param, Policy, register
+from simulation.throughput import imperfect_scaling, placement_speed
+from simulation.view import ClusterView, JobView
+
+
+@dataclass(slots=True)
+class Allocation:
+    """What the two phases decided: base admissions and flexible workers per elastic job."""
+
+    admitted: list[tuple[JobView, str | None]] = field(default_factory=list)  # job, GPU type
+    flexible: dict[str, int] = field(default_factory=dict)  # job id -> flexible workers
+
+
+@register
+class Aryl(Policy):
+    name = "aryl"
+    description = (
+        "Aryl: SJF for base demand, a multiple-choice knapsack for elastic jobs' flexible "
+        "workers, elastic jobs grouped on on-loan servers; non-preemptive."
+    )
+    paper = "Aryl §5, Algorithm 2"
+    params = (
+        Param("elastic", bool, True,
+              "scale elastic jobs within [min, max] workers; off: every job runs at its "
+              "requested size"),
+        Param("heterogeneous", bool, False,
+              "jobs without a GPU type may span GPU types (Advanced and Ideal scenarios)"),
+        Param("heterogeneous_efficiency", float, 0.7,
+              "share of the mean GPU speed a job across GPU types reaches (knapsack values)"),
+        Param("group_flexible", bool, True,
+              "elastic jobs on on-loan servers with base and flexible workers on separate "
+              "servers (§5.3); off: plain best-fit decreasing (Table 6)"),
+        Param("step_loss", float, 0.0,
+              "throughput loss per worker past the middle of the range assumed by the "
+              "knapsack (set with EngineConfig.elastic_step_loss)"),
+    )
+    interval = 60.0
+    event_driven = False
+
+    elastic: bool
+    heterogeneous: bool
+    heterogeneous_efficiency: float
+    group_flexible: bool
+    step_loss: float
+
+    def __init__(self, **values: object) -> None:
+        super().__init__(**values)  # type: ignore[arg-type]
+        self._settled: tuple[object, ...] | None = None
+
+    def schedule(self, view: ClusterView) -> Iterator[Decision]:
+        if not view.queue and not (self.elastic and view.running):
+            return
+        if self._signature(view) == self._settled:
+            return
+        allocation = self.allocate(view)
+        yield from self._enact(view, allocation)
+        self._settled = self._signature(view)
+
+    @staticmethod
+    def _signature(view: ClusterView) -> tuple[object, ...]:
+        """What a round depends on besides time: free GPUs per pool and the job counts.
+
+        An arrival, a completion or a reclaim changes it; a tick with none of them would
+        repeat the last round's answer, so it is skipped (only the running jobs' remaining
+        times have moved, which shifts knapsack values slightly).
+        """
+        free = tuple(view.free_gpus(p.name) for p in view.spec.pools)
+        return free, len(view.queue), len(view.running)
+
+    # -- allocation (Algorithm 2) ------------------------------------------------------------
+
+    def allocate(self, view: ClusterView) -> Allocation:
+        capacity = self._capacity(view)
+        allocation = Allocation()
+        later: list[JobView] = []
+        ordered = sorted(view.queue.values(), key=lambda j: (self._sort_time(view, j),
+                                                               j.submit_time))
+        for job in ordered:
+            if sum(capacity.values()) <= 0:
+                break
+            demand = self._base_gpus(job.spec)
+            for gpu_type in self._types(view, job.spec):
+                if capacity.get(gpu_type, 0) >= demand:
+                    capacity[gpu_type] -= demand
+                    allocation.admitted.append((job, gpu_type))
+                    break
+            else:
+                if self._spans_types(job.spec):
+                    later.append(job)
+        for job in later:  # heterogeneous jobs go last, on what is left (§6)
+            demand = self._base_gpus(job.spec)
+            if sum(capacity.values()) >= demand:
+                for gpu_type in self._types(view, job.spec, base=True):
+                    take = min(demand, capacity.get(gpu_type, 0))
+                    capacity[gpu_type] -= take
+                    demand -= take
+                allocation.admitted.append((job, None))
+        if self.elastic:
+            allocation.flexible = self._allocate_flexible(view, allocation, capacity)
+        return allocation
+
+    def _allocate_flexible(
+        self, view: ClusterView, allocation: Allocation, capacity: dict[str, int]
+    ) -> dict[str, int]:
+        by_type: dict[str, list[FlexibleGroup]] = {}
+        candidates: list[tuple[JobView, str | None]] = [
+            (job, self._running_type(view, job))
+            for job in view.running.values() if job.spec.elastic
+        ]
+        candidates += [(job, t) for job, t in allocation.admitted if job.spec.elastic]
+        for job, base_type in candidates:
+            flex_type = self._flexible_type(view, job.spec, base_type, capacity)
+            if flex_type is None:
+                continue
+            by_type.setdefault(flex_type, []).append(
+                self._group(view, job, base_type, flex_type)
+            )
+        flexible: dict[str, int] = {}
+        for gpu_type, groups in sorted(by_type.items()):
+            flexible.update(solve_multiple_choice_knapsack(groups, capacity.get(gpu_type, 0)))
+        return flexible
+
+    def _group(
+        self, view: ClusterView, job: JobView, base_type: str | None, flex_type: str
+    ) -> FlexibleGroup:
+        spec = job.spec
+        d = spec.gpus_per_worker
+        base_speed = self._speed(view, base_type) if base_type else self._speed(view, None)
+        flex_speed = self._speed(view, flex_type)
+        rates = []
+        for w in range(spec.max_workers - spec.min_workers + 1):
+            workers = spec.min_workers + w
+            speed = placement_speed(
+                [(base_speed, spec.min_gpus), (flex_speed, w * d)] if w else
+                [(base_speed, spec.min_gpus)],
+                self.heterogeneous_efficiency,
+            )
+            rate = view.throughput.speedup(spec.model, workers * d) * speed
+            if self.step_loss > 0:
+                rate *= imperfect_scaling(spec, workers, self.step_loss)
+            rates.append(rate)
+        base_seconds = self._predicted_work(job) * (
+            view.throughput.speedup(spec.model, spec.num_gpus) / rates[0]
+        )
+        return flexible_group(job.job_id, base_seconds, rates, d)
+
+    # -- helpers: demand, time, GPU types ----------------------------------------------------
+
+    def _base_gpus(self, spec: JobSpec) -> int:
+        return spec.min_gpus if self.elastic and spec.elastic else spec.num_gpus
+
+    @staticmethod
+    def _predicted_work(job: JobView) -> float:
+        """Predicted seconds left at the requested size on the reference GPU."""
+        duration = job.spec.duration
+        fraction = job.remaining_work / duration if duration > 0 else 0.0
+        return job.predicted_duration * fraction
+
+    def _sort_time(self, view: ClusterView, job: JobView) -> float:
+        """SJF key: T_j, or T_j^max (the time at the minimum workers) for elastic jobs."""
+        spec = job.spec
+        work = self._predicted_work(job)
+        if not (self.elastic and spec.elastic):
+            return work
+        at_min = view.throughput.speedup(spec.model, spec.min_gpus)
+        return work * view.throughput.speedup(spec.model, spec.num_gpus) / at_min
+
+    def _spans_types(self, spec: JobSpec) -> bool:
+        return self.heterogeneous and spec.gpu_type is None
+
+    def _capacity(self, view: ClusterView) -> dict[str, int]:
+        capacity: dict[str, int] = {}
+        for pool in view.spec.pools:
+            capacity[pool.gpu_type] = capacity.get(pool.gpu_type, 0) + view.free_gpus(pool.name)
+        if self.elastic:
+            for job in view.running.values():
+                if job.spec.elastic:
+                    for slot in job.placement:
+                        if slot.flexible:
+                            gpu_type = view.servers[slot.server].gpu_type
+                            capacity[gpu_type] += slot.gpus
+        return capacity
+
+    def _speed(self, view: ClusterView, gpu_type: str | None) -> float:
+        if gpu_type is None:  # spread over types: the training pools' speed for the base
+            gpu_type = self._pools(view, None, elastic=False)[0][1]
+        return view.spec.gpu_types[gpu_type].speed
+
+    def _pools(
+        self, view: ClusterView, gpu_type: str | None, *, elastic: bool
+    ) -> list[tuple[str, str]]:
+        """(pool, GPU type) in placement preference order."""
+        loan_first = elastic and self.group_flexible
+        pools = [p for p in view.spec.pools if gpu_type is None or p.gpu_type == gpu_type]
+        pools.sort(key=lambda p: (p.kind == PoolKind.INFERENCE) != loan_first)
+        return [(p.name, p.gpu_type) for p in pools]
+
+    def _types(self, view: ClusterView, spec: JobSpec, *, base: bool = False) -> list[str]:
+        """GPU types the job may run on, preferred first."""
+        elastic = self.elastic and spec.elastic and not base
+        types: list[str] = []
+        for _, gpu_type in self._pools(view, spec.gpu_type, elastic=elastic):
+            if gpu_type not in types:
+                types.append(gpu_type)
+        return types
+
+    def _running_type(self, view: ClusterView, job: JobView) -> str | None:
+        types = {view.servers[s.server].gpu_type for s in job.placement if not s.flexible}
+        return types.pop() if len(types) == 1 else None
+
+    def _flexible_type(
+        self, view: ClusterView, spec: JobSpec, base_type: str | None, capacity: dict[str, int]
+    ) -> str | None:
+        if base_type is not None and not self._spans_types(spec):
+            return base_type
+        for gpu_type in self._types(view, spec):  # inference first for elastic jobs
+            if capacity.get(gpu_type, 0) > 0:
+                return gpu_type
+        return base_type
+
+    # -- enactment and placement (§5.3) ------------------------------------------------------
+
+    def _enact(self, view: ClusterView, allocation: Allocation) -> Iterator[Decision]:
+        groups = _ServerGroups(view) if self.group_flexible else None
+        if self.elastic:
+            for job in list(view.running.values()):
+                if job.spec.elastic:
+                    target = allocation.flexible.get(job.job_id, 0)
+                    kept = _shrink(job, target)
+                    if kept is not None:
+                        yield Resize(job.job_id, kept)
+        admitted = sorted(enumerate(allocation.admitted),
+                          key=lambda item: (-item[1][0].spec.gpus_per_worker, item[0]))
+        for _, (job, gpu_type) in admitted:
+            placement = self._place_new(view, job.spec, gpu_type,
+                                        allocation.flexible.get(job.job_id, 0), groups)
+            if placement is not None:
+                if groups is not None:
+                    groups.add(placement)
+                yield Launch(job.job_id, placement)
+        if self.elastic:
+            for job in list(view.running.values()):
+                if not job.spec.elastic:
+                    continue
+                extra = allocation.flexible.get(job.job_id, 0) - _flexible_workers(job)
+                if extra <= 0:
+                    continue
+                base_type = self._running_type(view, job)
+                own = {s.server for s in job.placement if not s.flexible}
+                slots = self._place_flexible(view, job.spec, base_type, extra, groups, own)
+                if slots:
+                    if groups is not None:
+                        groups.add(tuple(slots))
+                    yield Resize(job.job_id, _merge(job.placement, slots))
+
+    def _place_new(
+        self, view: ClusterView, spec: JobSpec, gpu_type: str | None, flexible: int,
+        groups: _ServerGroups | None,
+    ) -> Placement | None:
+        elastic = self.elastic and spec.elastic
+        workers = self._base_gpus(spec) // spec.gpus_per_worker
+        if gpu_type is None:  # heterogeneous: base on training servers first
+            pools = [p for p, _ in self._pools(view, None, elastic=False)]
+        else:
+            pools = [p for p, _ in self._pools(view, gpu_type, elastic=elastic)]
+        avoid = groups.flexible if groups is not None else set()
+        base = pack_workers(view, workers, spec.gpus_per_worker, pools, avoid, flexible=False)
+        if base is None:
+            return None
+        slots = list(base)
+        if flexible > 0:
+            used = {s.server for s in base}
+            slots += self._place_flexible(view, spec, gpu_type, flexible, groups, used)
+        return tuple(slots)
+
+    def _place_flexible(
+        self, view: ClusterView, spec: JobSpec, base_type: str | None, workers: int,
+        groups: _ServerGroups | None, own: set[str],
+    ) -> list[Slot]:
+        gpu_type = None if self._spans_types(spec) else base_type
+        pools = [p for p, _ in self._pools(view, gpu_type, elastic=True)]
+        avoid = set(own)
+        if groups is not None:
+            avoid |= groups.base
+        return pack_workers(view, workers, spec.gpus_per_worker, pools, avoid,
+                            flexible=True, partial=True) or []
+
+
+class _ServerGroups:
+    """Inference servers holding base workers vs. flexible workers (kept apart, §5.3).
+
+    Built on first use, since most rounds place nothing.
+    """
+
+    def __init__(self, view: ClusterView) -> None:
+        self.view = view
+        self._base: set[str] = set()
+        self._flexible: set[str] = set()
+        self._built = False
+
+    @property
+    def base(self) -> set[str]:
+        self._build()
+        return self._base
+
+    @property
+    def flexible(self) -> set[str]:
+        self._build()
+        return self._flexible
+
+    def _build(self) -> None:
+        if not self._built:
+            self._built = True
+            for job in self.view.running.values():
+                self.add(job.placement)
+
+    def add(self, placement: Sequence[Slot]) -> None:
+        self._build()
+        for slot in placement:
+            if self.view.servers[slot.server].kind == PoolKind.INFERENCE:
+                (self._flexible if slot.flexible else self._base).add(slot.server)
+
+
+def pack_workers(
+    view: ClusterView, workers: int, gpus_per_worker: int, pools: Sequence[str],
+    avoid: set[str], *, flexible: bool, partial: bool = False,
+) -> list[Slot] | None:
+    """Best-fit decreasing for one job: each worker on the fullest server that holds it.
+
+    Pools are tried in order. Returns None when not every worker fits, unless `partial`.
+    """
+    slots: list[Slot] = []
+    remaining = workers
+    for pool in pools:
+        if remaining == 0:
+            break
+        size = view.spec.pool(pool).gpus_per_server
+        for free in range(gpus_per_worker, size + 1):
+            for server in view.servers_with_free(pool, free):
+                if server in avoid:
+                    continue
+                take = min(free // gpus_per_worker, remaining)
+                slots.append(Slot(server, take * gpus_per_worker, flexible))
+                remaining -= take
+                if remaining == 0:
+                    return slots
+    return slots if partial else None
+
+
+def _flexible_workers(job: JobView) -> int:
+    return sum(s.gpus for s in job.placement if s.flexible) // job.spec.gpus_per_worker
+
+
+def _shrink(job: JobView, target: int) -> Placement | None:
+    """The placement keeping `target` flexible workers (latest added dropped first)."""
+    drop = (_flexible_workers(job) - target) * job.spec.gpus_per_worker
+    if drop <= 0:
+        return None
+    kept: list[Slot] = []
+    for slot in reversed(job.placement):
+        if slot.flexible and drop > 0:
+            cut = min(slot.gpus, drop)
+            drop -= cut
+            if slot.gpus > cut:
+                kept.append(Slot(slot.server, slot.gpus - cut, True))
+        else:
+            kept.append(slot)
+    return tuple(reversed(kept))
+
+
+def _merge(placement: Placement, extra: Sequence[Slot]) -> Placement:
+    """`placement` plus `extra`, one slot per (server, flexible)."""
+    gpus: dict[tuple[str, bool], int] = {}
+    for slot in (*placement, *extra):
+        key = (slot.server, slot.flexible)
+        gpus[key] = gpus.get(key, 0) + slot.gpus
+    return tuple(Slot(server, g, flexible) for (server, flexible), g in gpus.items())
