@@ -1,0 +1,403 @@
+"""Plotly figures of the comparison pages: pure functions from run results to `go.Figure`.
+
+Every chart gets a policy's colour from `policy_colors`, so a policy looks the same on every
+chart and every page, and every series is downsampled here (a CDF needs a few hundred points,
+not 50,000 jobs) so a page stays small however long the run was. Nothing here touches Django:
+the views pass the figures to the page as JSON through `json_script`.
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+from scipy import stats
+
+from simulation.metrics import speedups
+from simulation.policies import registry
+
+CDF_POINTS = 300
+SERIES_POINTS = 400
+PERCENTILES = ("mean", "median", "p95", "p99")
+
+# Dark, mutually distinct colours readable on white: Plotly's Dark24, then the darker half of
+# Light24. A registry policy owns the slot of its place in the sorted registry.
+PALETTE = (
+    "#2E91E5", "#E15F99", "#1CA71C", "#FB0D0D", "#DA16FF", "#222A2A", "#B68100", "#750D86",
+    "#EB663B", "#511CFB", "#00A08B", "#FB00D1", "#FC0080", "#B2828D", "#6C7C32", "#778AAE",
+    "#862A16", "#A777F1", "#620042", "#1616A7", "#DA60CA", "#6C4516", "#0D2A63", "#AF0038",
+    "#FD3216", "#6A76FC", "#FE00CE", "#FF9616", "#479B55", "#DC587D", "#6E899C", "#00B5F7",
+    "#86CE00", "#BC7196", "#7E7DCD", "#E48F72",
+)
+
+_TIME_UNITS = ((7200.0, "h", 3600.0), (120.0, "min", 60.0), (0.0, "s", 1.0))
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyResult:
+    """One run as the figures see it: its legend label and the three parts of its result."""
+
+    label: str
+    summary: Mapping[str, Any]
+    jobs: pd.DataFrame
+    timeseries: pd.DataFrame
+
+
+@dataclass(frozen=True, slots=True)
+class Chart:
+    """A figure with the slug, title and one-line description a page shows around it."""
+
+    slug: str
+    title: str
+    description: str
+    figure: go.Figure
+
+
+def policy_result(
+    *,
+    label: str,
+    summary: Mapping[str, Any],
+    jobs: pd.DataFrame | Sequence[Mapping[str, Any]],
+    timeseries: pd.DataFrame | Sequence[Mapping[str, Any]],
+) -> PolicyResult:
+    """Wrap a run's result; rows read back from CSV become numbers (blank cells NaN)."""
+    job_frame = pd.DataFrame(jobs).copy()
+    for column in ("submit", "start", "end", "jct", "queuing", "preemptions"):
+        if column in job_frame:
+            job_frame[column] = pd.to_numeric(job_frame[column], errors="coerce")
+    if "job_id" in job_frame:
+        job_frame["job_id"] = job_frame["job_id"].astype(str)
+    series = pd.DataFrame(timeseries).apply(pd.to_numeric, errors="coerce")
+    return PolicyResult(label=label, summary=summary, jobs=job_frame, timeseries=series)
+
+
+def policy_colors(labels: Iterable[str]) -> dict[str, str]:
+    """A fixed colour per policy: its slot in the sorted registry, else a hash of the label.
+
+    Depends on the label only (never on which runs share a page), so a policy keeps its colour
+    across every chart and page.
+    """
+    slots = {name: index for index, name in enumerate(registry())}
+    colors = {}
+    for label in labels:
+        slot = slots.get(label)
+        if slot is None:
+            slot = len(slots) + zlib.crc32(label.encode())
+        colors[label] = PALETTE[slot % len(PALETTE)]
+    return colors
+
+
+# --- Downsampling -----------------------------------------------------------------------------
+
+
+def cdf_points(values: Sequence[float] | np.ndarray, *, points: int = CDF_POINTS) -> tuple[
+    np.ndarray, np.ndarray
+]:
+    """The empirical CDF at no more than `points` points, all lying on the exact curve.
+
+    Keeps the first and last sample so the tails (p99, the maximum) survive downsampling.
+    """
+    data = np.sort(np.asarray(values, dtype=float))
+    data = data[np.isfinite(data)]
+    n = data.size
+    if n == 0:
+        return np.empty(0), np.empty(0)
+    index = np.arange(n) if n <= points else np.unique(np.linspace(0, n - 1, points).round())
+    index = index.astype(int)
+    return data[index], (index + 1) / n
+
+
+def downsample_series(frame: pd.DataFrame, *, points: int = SERIES_POINTS) -> pd.DataFrame:
+    """Average consecutive rows into at most `points` rows.
+
+    Rows are time averages over equal intervals, so the mean of a group is the time average
+    over the group's span: utilisation keeps its area under the curve.
+    """
+    n = len(frame)
+    if n <= points:
+        return frame
+    groups = np.arange(n) * points // n
+    return frame.groupby(groups).mean(numeric_only=True).reset_index(drop=True)
+
+
+# --- Figures ----------------------------------------------------------------------------------
+
+
+def cdf_figure(results: Sequence[PolicyResult], *, column: str, name: str) -> go.Figure:
+    """CDF of a per-job duration (`jct` or `queuing`) over finished jobs, one trace per run."""
+    colors = policy_colors(r.label for r in results)
+    samples = {r.label: _finished(r.jobs, column) for r in results}
+    unit, scale = _time_unit(max((_median(v) for v in samples.values()), default=0.0))
+    fig = _figure(xaxis_title=f"{name} ({unit})", yaxis_title="share of jobs")
+    for label, values in samples.items():
+        x, y = cdf_points(values)
+        fig.add_trace(go.Scatter(
+            x=_compact(x / scale), y=_compact(y), name=label, mode="lines",
+            line={"color": colors[label], "shape": "hv"},
+            hovertemplate=f"%{{x:.3g}} {unit}: %{{y:.1%}}<extra>{label}</extra>",
+        ))
+    fig.update_yaxes(range=[0, 1.02], tickformat=".0%")
+    return fig
+
+
+def percentile_figure(results: Sequence[PolicyResult], *, metric: str, name: str) -> go.Figure:
+    """Mean, median, p95 and p99 of `summary[metric]` as grouped bars, one trace per run."""
+    colors = policy_colors(r.label for r in results)
+    values = {r.label: [float(r.summary.get(metric, {}).get(k, 0.0)) for k in PERCENTILES]
+              for r in results}
+    unit, scale = _time_unit(max((v[1] for v in values.values()), default=0.0))
+    fig = _figure(xaxis_title="statistic", yaxis_title=f"{name} ({unit})", barmode="group")
+    for label, row in values.items():
+        fig.add_trace(go.Bar(
+            x=list(PERCENTILES), y=[round(v / scale, 4) for v in row], name=label,
+            marker_color=colors[label],
+            hovertemplate=f"%{{x}}: %{{y:.3g}} {unit}<extra>{label}</extra>",
+        ))
+    return fig
+
+
+def series_figure(results: Sequence[PolicyResult], *, column: str, name: str) -> go.Figure:
+    """A time-series column (`util_<pool>`, `util_overall`, `on_loan_servers`) over time."""
+    colors = policy_colors(r.label for r in results)
+    frames = {r.label: r.timeseries for r in results if column in r.timeseries}
+    end = max((float(f["time"].max()) for f in frames.values() if len(f)), default=0.0)
+    unit, scale = _time_unit(end)
+    share = column.startswith("util_")
+    fig = _figure(xaxis_title=f"time ({unit})", yaxis_title=name, hovermode="x unified")
+    for label, frame in frames.items():
+        small = downsample_series(frame[["time", column]])
+        fig.add_trace(go.Scatter(
+            x=_compact(small["time"].to_numpy() / scale), y=_compact(small[column].to_numpy()),
+            name=label, mode="lines", line={"color": colors[label]},
+            hovertemplate=("%{y:.1%}" if share else "%{y:.3g}") + f"<extra>{label}</extra>",
+        ))
+    if share:
+        fig.update_yaxes(tickformat=".0%", rangemode="tozero")
+    return fig
+
+
+def counts_figure(
+    results: Sequence[PolicyResult], *, counters: Mapping[str, str], yaxis_title: str
+) -> go.Figure:
+    """Grouped bars of summary counters (dotted paths like ``loaning.collateral_gpus``)."""
+    colors = policy_colors(r.label for r in results)
+    fig = _figure(xaxis_title="", yaxis_title=yaxis_title, barmode="group")
+    for r in results:
+        fig.add_trace(go.Bar(
+            x=list(counters.values()), y=[_lookup(r.summary, path) for path in counters],
+            name=r.label, marker_color=colors[r.label],
+            hovertemplate=f"%{{x}}: %{{y:,}}<extra>{r.label}</extra>",
+        ))
+    return fig
+
+
+def speedup_ratios(baseline: PolicyResult, result: PolicyResult) -> np.ndarray:
+    """Per-job speedup, baseline JCT / JCT, over jobs finished in both runs (as SIA §6.1)."""
+    base = baseline.jobs.loc[baseline.jobs["jct"].notna(), ["job_id", "jct"]]
+    mine = result.jobs.loc[result.jobs["jct"] > 0, ["job_id", "jct"]]
+    both = mine.merge(base, on="job_id", suffixes=("", "_base"))
+    return (both["jct_base"] / both["jct"]).to_numpy(dtype=float)
+
+
+def speedup_figure(results: Sequence[PolicyResult], *, baseline: str) -> go.Figure:
+    """CDF of per-job speedups against `baseline` on a log axis; left of 1 is a slowdown.
+
+    The baseline's own trace is the vertical step at 1, so the chart keeps one trace per run.
+    """
+    colors = policy_colors(r.label for r in results)
+    reference = _by_label(results, baseline)
+    fig = _figure(xaxis_title=f"speedup over {baseline} (baseline JCT / JCT)",
+                  yaxis_title="share of jobs")
+    for r in results:
+        x, y = cdf_points(speedup_ratios(reference, r))
+        fig.add_trace(go.Scatter(
+            x=_compact(x), y=_compact(y), name=r.label, mode="lines",
+            line={"color": colors[r.label], "shape": "hv"},
+            hovertemplate=f"×%{{x:.3g}}: %{{y:.1%}}<extra>{r.label}</extra>",
+        ))
+    fig.update_xaxes(type="log")
+    fig.update_yaxes(range=[0, 1.02], tickformat=".0%")
+    fig.add_vline(x=1, line={"color": "#9aa5b1", "dash": "dot", "width": 1})
+    return fig
+
+
+def speedup_table(results: Sequence[PolicyResult], *, baseline: str) -> dict[str, dict]:
+    """`simulation.metrics.speedups` of every run against `baseline`, by label."""
+    reference = _by_label(results, baseline)
+    base_rows = _jct_rows(reference.jobs)
+    return {r.label: speedups(base_rows, _jct_rows(r.jobs)) for r in results}
+
+
+def sweep_figure(
+    points: pd.DataFrame | Sequence[Mapping[str, Any]], *, parameter: str, metric: str
+) -> go.Figure:
+    """Mean of `metric` against a parameter's value, with a 95 % confidence band over seeds.
+
+    `points` has one row per run: ``label``, ``value`` (the parameter), ``seed`` and the metric.
+    The band is Student's t interval of the mean, so it widens honestly when there are few
+    seeds and vanishes with one. It is a separate trace left out of the legend: the chart has
+    one legend trace per policy.
+    """
+    frame = pd.DataFrame(points)
+    colors = policy_colors(sorted(frame["label"].unique()) if len(frame) else [])
+    fig = _figure(xaxis_title=parameter, yaxis_title=metric, hovermode="x unified")
+    if not len(frame):
+        return fig
+    numeric = pd.to_numeric(frame["value"], errors="coerce").notna().all()
+    frame = frame.assign(value=pd.to_numeric(frame["value"]) if numeric else frame["value"])
+    for label, rows in frame.groupby("label", sort=True):
+        stats_rows = rows.groupby("value", sort=True)[metric].agg(["mean", "std", "count"])
+        x = list(stats_rows.index)
+        mean = stats_rows["mean"].to_numpy(dtype=float)
+        count = stats_rows["count"].to_numpy()
+        spread = np.nan_to_num(stats_rows["std"].to_numpy(dtype=float))
+        half = np.array([
+            stats.t.ppf(0.975, n - 1) * s / math.sqrt(n) if n > 1 else 0.0
+            for n, s in zip(count, spread, strict=True)
+        ])
+        fig.add_trace(go.Scatter(
+            x=x + x[::-1], y=_compact(np.concatenate([mean + half, (mean - half)[::-1]])),
+            fill="toself", fillcolor=_tint(colors[label]), line={"width": 0},
+            name=f"{label} 95% CI", legendgroup=label, showlegend=False, hoverinfo="skip",
+        ))
+        fig.add_trace(go.Scatter(
+            x=x, y=_compact(mean), name=label, legendgroup=label, mode="lines+markers",
+            line={"color": colors[label]}, customdata=np.column_stack([half, count]),
+            hovertemplate=(f"%{{y:.4g}} ± %{{customdata[0]:.3g}} "
+                           f"(%{{customdata[1]}} seeds)<extra>{label}</extra>"),
+        ))
+    return fig
+
+
+def comparison_charts(results: Sequence[PolicyResult], *, baseline: str | None) -> list[Chart]:
+    """Every chart of a scenario's comparison page, in page order."""
+    charts = [
+        Chart("jct-cdf", "Job completion time, CDF",
+              "Share of finished jobs completed within a time.",
+              cdf_figure(results, column="jct", name="JCT")),
+        Chart("queuing-cdf", "Queuing delay, CDF",
+              "Share of finished jobs that waited at most a time before running.",
+              cdf_figure(results, column="queuing", name="queuing delay")),
+        Chart("jct-percentiles", "JCT percentiles",
+              "Mean, median, p95 and p99 job completion time.",
+              percentile_figure(results, metric="jct", name="JCT")),
+        Chart("queuing-percentiles", "Queuing percentiles",
+              "Mean, median, p95 and p99 queuing delay.",
+              percentile_figure(results, metric="queuing", name="queuing delay")),
+    ]
+    for column in _series_columns(results):
+        title, description = _series_text(column)
+        charts.append(Chart(f"series-{column.replace('_', '-')}", title, description,
+                            series_figure(results, column=column, name=title)))
+    charts += [
+        Chart("preemptions", "Preemptions and collateral damage",
+              "Jobs preempted by the scheduler and by reclaims, and GPUs lost as collateral.",
+              counts_figure(results, counters={
+                  "preemptions": "preemptions",
+                  "loaning.reclaim_preemptions": "reclaim preemptions",
+                  "loaning.collateral_gpus": "collateral GPUs",
+                  "loaning.servers_freed_by_scale_in": "servers freed by scale-in",
+              }, yaxis_title="count")),
+        Chart("scaling", "Scaling operations and loans",
+              "Elastic scale-outs and scale-ins, migrations, servers lent and reclaimed.",
+              counts_figure(results, counters={
+                  "scaling_ops": "scaling operations",
+                  "migrations": "migrations",
+                  "loaning.servers_lent": "servers lent",
+                  "loaning.servers_reclaimed": "servers reclaimed",
+              }, yaxis_title="count")),
+    ]
+    if baseline is not None:
+        charts.append(Chart(
+            "speedups", f"Speedup and slowdown against {baseline}",
+            f"Per-job {baseline} JCT / JCT; left of the dotted line a job was slowed down.",
+            speedup_figure(results, baseline=baseline)))
+    return charts
+
+
+# --- Helpers ----------------------------------------------------------------------------------
+
+
+def _figure(**layout: Any) -> go.Figure:
+    """An empty figure with the pages' shared layout (the bare template keeps JSON small)."""
+    fig = go.Figure()
+    fig.update_layout(
+        template="none", height=340, margin={"l": 64, "r": 16, "t": 16, "b": 56},
+        legend={"orientation": "h", "y": -0.22, "x": 0}, font={"family": "system-ui, sans-serif"},
+    )
+    fig.update_layout(**{k: v for k, v in layout.items() if not k.endswith("_title")})
+    fig.update_xaxes(title_text=layout.get("xaxis_title", ""), automargin=True)
+    fig.update_yaxes(title_text=layout.get("yaxis_title", ""), automargin=True)
+    return fig
+
+
+def _finished(jobs: pd.DataFrame, column: str) -> np.ndarray:
+    if column not in jobs or "jct" not in jobs:
+        return np.empty(0)
+    return jobs.loc[jobs["jct"].notna(), column].to_numpy(dtype=float)
+
+
+def _median(values: np.ndarray) -> float:
+    return float(np.median(values)) if values.size else 0.0
+
+
+def _time_unit(typical_seconds: float) -> tuple[str, float]:
+    for threshold, unit, scale in _TIME_UNITS:
+        if typical_seconds >= threshold:
+            return unit, scale
+    return "s", 1.0
+
+
+def _compact(values: np.ndarray | Sequence[float]) -> np.ndarray:
+    """float32 halves the size of the base64 arrays Plotly sends; 7 digits are plenty here."""
+    return np.asarray(values, dtype=np.float32)
+
+
+def _lookup(summary: Mapping[str, Any], path: str) -> float:
+    value: Any = summary
+    for key in path.split("."):
+        value = value.get(key, 0) if isinstance(value, Mapping) else 0
+    return value if isinstance(value, int | float) else 0
+
+
+def _by_label(results: Sequence[PolicyResult], label: str) -> PolicyResult:
+    for r in results:
+        if r.label == label:
+            return r
+    raise ValueError(f"baseline {label!r} is not one of the runs compared")
+
+
+def _jct_rows(jobs: pd.DataFrame) -> list[dict[str, Any]]:
+    finished = jobs.loc[jobs["jct"].notna(), ["job_id", "jct"]]
+    return finished.to_dict("records")
+
+
+def _series_columns(results: Sequence[PolicyResult]) -> list[str]:
+    """Utilisation per pool, overall, then servers on loan, as far as any run recorded them."""
+    present: set[str] = set()
+    for r in results:
+        present.update(r.timeseries.columns)
+    pools = sorted(c for c in present if c.startswith("util_") and c != "util_overall")
+    tail = [c for c in ("util_overall", "on_loan_servers") if c in present]
+    return pools + tail
+
+
+def _series_text(column: str) -> tuple[str, str]:
+    if column == "util_overall":
+        return "Overall GPU utilisation", "Busy share of every GPU in the cluster over time."
+    if column == "on_loan_servers":
+        return "Servers on loan", "Inference servers lent to training over time."
+    pool = column.removeprefix("util_")
+    return (f"Utilisation of pool {pool}",
+            f"Busy share of the GPUs of pool {pool} over time.")
+
+
+def _tint(hex_color: str, alpha: float = 0.18) -> str:
+    red, green, blue = (int(hex_color[i:i + 2], 16) for i in (1, 3, 5))
+    return f"rgba({red},{green},{blue},{alpha})"
