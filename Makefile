@@ -8,7 +8,7 @@ STAMP := $(VENV)/.requirements.stamp
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: venv run test check-services
+.PHONY: venv run test check-services browser
 
 venv: $(STAMP)
 
@@ -28,7 +28,21 @@ run: check-services
 	$(PY) manage.py load_demo
 	$(PY) scripts/run_dev.py --host $(HOST) --port $(PORT)
 
-test: check-services
+# The browser tests drive Debian's Chromium (Playwright's own download needs the internet).
+CHROMIUM ?= /usr/bin/chromium
+browser:
+	@if [ -x "$(CHROMIUM)" ]; then :; \
+	elif [ "$$(id -u)" != 0 ]; then \
+		echo "make: $(CHROMIUM) missing and not root: browser tests skip (apt-get install chromium)"; \
+	elif ! command -v apt-get >/dev/null; then \
+		echo "make: $(CHROMIUM) missing and no apt-get here: browser tests skip"; \
+	else \
+		apt-get install -y -q chromium >/dev/null 2>&1 || \
+		{ apt-get update -q >/dev/null && apt-get install -y -q chromium >/dev/null; } || \
+		echo "make: could not install chromium with apt-get: browser tests skip"; \
+	fi
+
+test: check-services browser
 	$(PY) manage.py check
 	$(PY) manage.py makemigrations --check --dry-run
 	$(VENV)/bin/ruff check .
