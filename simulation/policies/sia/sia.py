@@ -1,0 +1,291 @@
+"""sia: anticipatory sharing of idle quota with coarse predictions (SIA §5.3–§5.4,
+Figures 7 and 8).
+
+Each round (on arrivals, completions and every 5 minutes):
+1. Dedicated allocation (Figure 7): visiting queues in increasing allocation / quota, start
+   the FCFS head of a queue if it fits the queue's unused dedicated quota and the idle
+   GPUs (a head wider than the quota starts when the queue holds no dedicated GPUs, as in
+   fcfs-pools); repeat until no queue can start its head.
+2. Spare allocation (Figure 8): for each window w (5, 60, 720 minutes, ascending), reserve
+   for every queue min(pending GPUs + TotalNewLoad(q, w), quota - dedicated allocation);
+   usable = idle GPUs - reservations. Visiting queues in increasing allocation / quota,
+   start the first pending job (FCFS among those eligible, out of order) whose width fits
+   `usable` and whose predicted duration bin ends within w; recompute and repeat until
+   none. Spare jobs do not count against their queue's dedicated quota.
+
+Predictors (switches for the §6.3 ablation):
+- `arrivals=learned`: TotalNewLoad = NewLoadEstimate (sliding max over `load_windows`
+  windows) where WillJobsArrive (Table 9 features, gradient boosting) says jobs come, else
+  0. The classifier learns online from what this policy has observed: first after
+  `train_hours` of history, then every `retrain_hours`. Until then, and for a window the
+  model cannot answer, each queue's whole unused quota stays reserved (no lending).
+- `arrivals=perfect`: the exact GPUs that will arrive in (now, now + w] (an oracle).
+- `arrivals=random`: WillJobsArrive ~ U{0, 1} per queue, window and round; load as learned.
+- `durations=learned` (§5.4.2: experiment tag, else pool history), `perfect` (true bin) or
+  `random` (a uniformly random bin of the four).
+
+Choices: WillJobsArrive is evaluated at most once per 5-minute slot (the paper predicts
+every 5 minutes per pool); a running job's expected end for the future-completion
+features is its estimated duration minus the time it has run; jobs are non-preemptive and
+placed on any free GPUs, their own queue's servers first. Locality cells (§5.5) are not
+implemented.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+
+from simulation.decisions import Decision
+from simulation.policies.base import Param, Policy, register
+from simulation.policies.sia.common import (
+    QueueUsage,
+    idle_gpus,
+    place_shared,
+    queue_of,
+    queue_quotas,
+)
+from simulation.predictors.arrivals import (
+    SAMPLE_STEP,
+    PoolHistory,
+    WillJobsArrive,
+    new_load_estimate,
+)
+from simulation.predictors.durations import (
+    LAST_BIN,
+    JobDurationPredictor,
+    bin_limit_seconds,
+    duration_bin,
+)
+from simulation.view import ClusterView, JobView
+
+PREDICTORS = ("learned", "perfect", "random")
+
+
+class _Observed:
+    """One job as the scheduler saw it: queue, arrival, width, start and end."""
+
+    __slots__ = ("queue", "arrival", "width", "start", "end")
+
+    def __init__(self, queue: str, arrival: float, width: int) -> None:
+        self.queue = queue
+        self.arrival = arrival
+        self.width = width
+        self.start = math.inf
+        self.end = math.inf
+
+
+@register
+class Sia(Policy):
+    name = "sia"
+    description = "Anticipatory sharing of idle pool quota with coarse predictions (SIA)."
+    paper = "SIA §5.3–5.4, Figures 7–8"
+    interval = 300.0
+    params = (
+        Param("windows", str, "5,60,720", "prediction windows in minutes, ascending"),
+        Param("arrivals", str, "learned", "WillJobsArrive/TotalNewLoad predictor",
+              choices=PREDICTORS),
+        Param("durations", str, "learned", "JobDuration predictor", choices=PREDICTORS),
+        Param("load_windows", int, 12, "NewLoadEstimate: sliding max over this many windows"),
+        Param("train_hours", float, 24.0, "history needed before WillJobsArrive is trained"),
+        Param("retrain_hours", float, 24.0, "retrain WillJobsArrive this often"),
+    )
+    windows: str
+    arrivals: str
+    durations: str
+    load_windows: int
+    train_hours: float
+    retrain_hours: float
+
+    def __init__(self, **values: object) -> None:
+        super().__init__(**values)
+        self._windows = sorted(float(x) for x in str(self.windows).split(",") if x.strip())
+        self._dedicated: set[str] = set()
+        self._observed: dict[str, _Observed] = {}
+        self._running: set[str] = set()
+        self._durations = JobDurationPredictor()
+        self._model = WillJobsArrive(self._windows, seed=self.rng.randrange(2**31))
+        self._first_seen: float | None = None
+        self._next_training = math.inf
+        self._prediction_slot: float | None = None
+        self._will_arrive: dict[tuple[str, float], bool] = {}
+        self._random_bins: dict[str, int] = {}
+
+    # -- observation ------------------------------------------------------------------------
+
+    def _observe(self, view: ClusterView, quotas: dict[str, int]) -> None:
+        """Record arrivals, starts and completions since the last round."""
+        now = view.now
+        for job in view.queue.values():
+            if job.job_id not in self._observed:
+                spec = job.spec
+                self._observed[job.job_id] = _Observed(
+                    queue_of(spec, quotas), spec.submit_time, spec.num_gpus)
+        for job_id in self._running - view.running.keys():
+            record = self._observed[job_id]
+            record.end = now
+            job = view.job(job_id)
+            self._durations.observe(job.spec, job.executed_seconds)
+        self._running = set(view.running)
+        self._dedicated &= self._running
+        if self._first_seen is None and self._observed:
+            self._first_seen = now
+            self._next_training = now + self.train_hours * 3600.0
+        if now >= self._next_training:
+            self._model.fit(self._histories(view, quotas, expected=False),
+                            self._first_seen or 0.0, now)
+            self._next_training = now + self.retrain_hours * 3600.0
+
+    def _histories(self, view: ClusterView, quotas: dict[str, int], *, expected: bool
+                   ) -> dict[str, PoolHistory]:
+        """Per-queue history; with `expected`, running jobs end when they are estimated to."""
+        columns: dict[str, tuple[list, list, list, list]] = {q: ([], [], [], []) for q in quotas}
+        now = view.now
+        for job_id, record in self._observed.items():
+            arrivals, widths, starts, ends = columns[record.queue]
+            end = record.end
+            if expected and job_id in self._running:
+                job = view.job(job_id)
+                estimate = self._estimated_duration(job)
+                end = math.inf if estimate is None else now + max(
+                    0.0, estimate - job.executed_seconds)
+            arrivals.append(record.arrival)
+            widths.append(record.width)
+            starts.append(record.start)
+            ends.append(end)
+        return {q: PoolHistory.of(*cols) for q, cols in columns.items()}
+
+    # -- predictors -------------------------------------------------------------------------
+
+    def _estimated_duration(self, job: JobView) -> float | None:
+        if self.durations == "perfect":
+            return job.spec.duration
+        return self._durations.estimate(job.spec)
+
+    def _duration_bin(self, job: JobView) -> int:
+        if self.durations == "perfect":
+            return duration_bin(job.spec.duration)
+        if self.durations == "random":
+            if job.job_id not in self._random_bins:
+                self._random_bins[job.job_id] = self.rng.randrange(LAST_BIN + 1)
+            return self._random_bins[job.job_id]
+        return self._durations.predict_bin(job.spec)
+
+    def _total_new_load(self, view: ClusterView, quotas: dict[str, int]
+                        ) -> dict[tuple[str, float], float]:
+        """TotalNewLoad(q, w) in GPUs for every queue and window."""
+        now = view.now
+        load: dict[tuple[str, float], float] = {}
+        if self.arrivals == "perfect":
+            for q in quotas:
+                for minutes in self._windows:
+                    load[(q, minutes)] = 0.0
+            for minutes in self._windows:
+                for spec in view.upcoming_jobs(until=now + minutes * 60.0):
+                    load[(queue_of(spec, quotas), minutes)] += spec.num_gpus
+            return load
+        if self.arrivals == "learned" and not self._model.trained:
+            return {(q, m): math.inf for q in quotas for m in self._windows}
+        histories = self._histories(view, quotas, expected=True)
+        slot = math.floor(now / SAMPLE_STEP)
+        if slot != self._prediction_slot:
+            self._prediction_slot = slot
+            if self.arrivals == "learned":
+                self._will_arrive = self._model.predict(histories, now)
+            else:
+                self._will_arrive = {
+                    (q, m): self.rng.random() < 0.5 for q in quotas for m in self._windows}
+        for q in quotas:
+            for minutes in self._windows:
+                if self._will_arrive[(q, minutes)]:
+                    load[(q, minutes)] = new_load_estimate(
+                        histories[q], now, minutes * 60.0, self.load_windows)
+                else:
+                    load[(q, minutes)] = 0.0
+        return load
+
+    # -- scheduling -------------------------------------------------------------------------
+
+    def schedule(self, view: ClusterView) -> Iterator[Decision]:
+        quotas = queue_quotas(view.spec)
+        self._observe(view, quotas)
+        if not view.queue:
+            return
+        usage = QueueUsage.of(view, quotas)
+        dedicated = dict.fromkeys(quotas, 0)
+        for job_id in self._dedicated:
+            job = view.running[job_id]
+            dedicated[queue_of(job.spec, quotas)] += job.gpus
+        idle = idle_gpus(view, quotas)
+        yield from self._allocate_dedicated(view, quotas, usage, dedicated, idle)
+        idle = idle_gpus(view, quotas)
+        if idle > 0 and any(usage.pending.values()):
+            yield from self._allocate_spare(view, quotas, usage, dedicated, idle)
+        for job_id in view.running:
+            self._observed[job_id].start = min(self._observed[job_id].start, view.now)
+        self._running = set(view.running)
+
+    def _start(self, view: ClusterView, quotas: dict[str, int], usage: QueueUsage,
+               queue: str, job: JobView) -> Decision | None:
+        launch = place_shared(view, job, quotas)
+        if launch is not None:
+            usage.pending[queue].remove(job)
+            usage.allocation[queue] += job.spec.num_gpus
+        return launch
+
+    def _allocate_dedicated(self, view: ClusterView, quotas: dict[str, int],
+                            usage: QueueUsage, dedicated: dict[str, int], idle: int
+                            ) -> Iterator[Decision]:
+        """Figure 7: FCFS heads within each queue's quota, least-served queue first."""
+        while True:
+            for queue in usage.by_share(quotas):
+                pending = usage.pending[queue]
+                if not pending:
+                    continue
+                head = pending[0]
+                need = head.spec.num_gpus
+                within = dedicated[queue] + need <= quotas[queue] or dedicated[queue] == 0
+                if need > idle or not within:
+                    continue
+                launch = self._start(view, quotas, usage, queue, head)
+                if launch is None:
+                    continue
+                dedicated[queue] += need
+                idle -= need
+                self._dedicated.add(head.job_id)
+                yield launch
+                break
+            else:
+                return
+
+    def _allocate_spare(self, view: ClusterView, quotas: dict[str, int], usage: QueueUsage,
+                        dedicated: dict[str, int], idle: int) -> Iterator[Decision]:
+        """Figure 8: bulk reservations per window, then short jobs out of order."""
+        new_load = self._total_new_load(view, quotas)
+        for minutes in self._windows:
+            window = minutes * 60.0
+            while idle > 0:
+                reserved = sum(
+                    min(sum(j.spec.num_gpus for j in usage.pending[q]) + new_load[(q, minutes)],
+                        max(0, quotas[q] - dedicated[q]))
+                    for q in quotas
+                )
+                usable = idle - reserved
+                if usable <= 0:
+                    break
+                started = None
+                for queue in usage.by_share(quotas):
+                    for job in usage.pending[queue]:
+                        if job.spec.num_gpus > usable:
+                            continue
+                        if bin_limit_seconds(self._duration_bin(job)) > window:
+                            continue
+                        started = self._start(view, quotas, usage, queue, job)
+                        if started is not None:
+                            idle -= job.spec.num_gpus
+                            break
+                    if started is not None:
+                        break
+                if started is None:
+                    break
+                yield started

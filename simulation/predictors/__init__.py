@@ -1,0 +1,1 @@
+"""Predictors that anticipatory schedulers learn from history (SIA §5.4)."""
