@@ -213,6 +213,7 @@ class Simulation:
         heap = self._heap
         max_time = self.config.max_time
         event_driven = self.policy.event_driven
+        unscheduled = False
         while True:
             t_heap = heap[0][0] if heap else math.inf
             t_arrival = jobs[i].submit_time if i < n else math.inf
@@ -233,6 +234,7 @@ class Simulation:
                 self._arrive(jobs[i].job_id)
                 self.counters.events += 1
                 dirty |= event_driven
+                unscheduled = not event_driven  # a periodic policy must still see it once
                 i += 1
             while heap and heap[0][0] == now:
                 heapq.heappop(heap)
@@ -241,8 +243,9 @@ class Simulation:
                 dirty = True
             if dirty:
                 self._schedule_round()
+                unscheduled = False
             if not self._tick_pending and (self.state.queue or self.state.running):
-                if self.state.running or i < n or self._has_loan_events():
+                if self.state.running or i < n or self._has_loan_events() or unscheduled:
                     self._push(now + self._interval, TICK, "", 0)
                     self._tick_pending = True
         end = self.clock.now

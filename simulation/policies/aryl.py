@@ -291,8 +291,7 @@ class Aryl(Policy):
                 if extra <= 0:
                     continue
                 base_type = self._running_type(view, job)
-                own = {s.server for s in job.placement if not s.flexible}
-                slots = self._place_flexible(view, job.spec, base_type, extra, groups, own)
+                slots = self._place_flexible(view, job.spec, base_type, extra, groups, {})
                 if slots:
                     if groups is not None:
                         groups.add(tuple(slots))
@@ -314,21 +313,22 @@ class Aryl(Policy):
             return None
         slots = list(base)
         if flexible > 0:
-            used = {s.server for s in base}
-            slots += self._place_flexible(view, spec, gpu_type, flexible, groups, used)
+            reserved = {s.server: s.gpus for s in base}
+            slots += self._place_flexible(view, spec, gpu_type, flexible, groups, reserved)
         return tuple(slots)
 
     def _place_flexible(
         self, view: ClusterView, spec: JobSpec, base_type: str | None, workers: int,
-        groups: _ServerGroups | None, own: set[str],
+        groups: _ServerGroups | None, reserved: dict[str, int],
     ) -> list[Slot]:
+        """Flexible workers, off inference servers holding base workers (this job's too)."""
         gpu_type = None if self._spans_types(spec) else base_type
         pools = [p for p, _ in self._pools(view, gpu_type, elastic=True)]
-        avoid = set(own)
+        avoid = set(groups.base) if groups is not None else set()
         if groups is not None:
-            avoid |= groups.base
+            avoid.update(s for s in reserved if view.servers[s].kind == PoolKind.INFERENCE)
         return pack_workers(view, workers, spec.gpus_per_worker, pools, avoid,
-                            flexible=True, partial=True) or []
+                            flexible=True, partial=True, reserved=reserved) or []
 
 
 class _ServerGroups:
@@ -369,11 +369,15 @@ class _ServerGroups:
 def pack_workers(
     view: ClusterView, workers: int, gpus_per_worker: int, pools: Sequence[str],
     avoid: set[str], *, flexible: bool, partial: bool = False,
+    reserved: dict[str, int] | None = None,
 ) -> list[Slot] | None:
     """Best-fit decreasing for one job: each worker on the fullest server that holds it.
 
-    Pools are tried in order. Returns None when not every worker fits, unless `partial`.
+    Pools are tried in order; `reserved` GPUs (this job's other slots, not yet applied) are
+    taken off a server's free count. Returns None when not every worker fits, unless
+    `partial`.
     """
+    reserved = reserved or {}
     slots: list[Slot] = []
     remaining = workers
     for pool in pools:
@@ -384,7 +388,9 @@ def pack_workers(
             for server in view.servers_with_free(pool, free):
                 if server in avoid:
                     continue
-                take = min(free // gpus_per_worker, remaining)
+                take = min((free - reserved.get(server, 0)) // gpus_per_worker, remaining)
+                if take <= 0:
+                    continue
                 slots.append(Slot(server, take * gpus_per_worker, flexible))
                 remaining -= take
                 if remaining == 0:
