@@ -1,0 +1,137 @@
+"""Gandiva: Algorithm 1 placement, time-slicing, packing, migration, grow-shrink."""
+
+from __future__ import annotations
+
+import pytest
+
+from simulation.decisions import Launch, Migrate, Resize
+from simulation.engine import EngineConfig, Simulation
+from simulation.model import ClusterSpec, GpuType, JobSpec, PoolKind, PoolSpec, Workload
+from simulation.policies.base import create_policy
+from simulation.policies.gandiva import packing_capacity
+
+
+def cluster(servers: int, gpus: int) -> ClusterSpec:
+    return ClusterSpec("c", {"P40": GpuType("P40", 1.0, 24.0)},
+                       (PoolSpec("gpu", PoolKind.TRAINING, "P40", servers, gpus),))
+
+
+class Recording:
+    def __init__(self, policy):
+        self.policy = policy
+        self.decisions = []
+
+    def __getattr__(self, name):
+        return getattr(self.policy, name)
+
+    def schedule(self, view):
+        for decision in self.policy.schedule(view):
+            self.decisions.append((view.now, decision))
+            yield decision
+
+
+def simulate(jobs, servers=1, gpus=4, **params):
+    policy = Recording(create_policy("gandiva", params))
+    result = Simulation(cluster(servers, gpus), Workload(tuple(jobs)), policy,
+                        config=EngineConfig(migration_pause=1.0)).run()
+    return result, policy
+
+
+def jcts(result):
+    return {row["job_id"]: row["jct"] for row in result.jobs}
+
+
+def test_six_one_gpu_jobs_on_four_gpus_each_get_four_sixths():
+    jobs = [JobSpec(f"long{i}", 0.0, 1, 6000.0, model="resnet50") for i in range(4)]
+    jobs += [JobSpec(f"short{i}", 1500.0, 1, 600.0, model="resnet50") for i in range(2)]
+    result, _ = simulate(jobs, switch_overhead=0.0)
+    times = jcts(result)
+    # Shorts run at 4/6: 600 s of work take 900 s; the longs lose 900 x 2/6 = 300 s.
+    assert times["short0"] == pytest.approx(900.0)
+    assert times["long0"] == pytest.approx(6300.0)
+    assert result.summary["policy_counters"]["suspends"] == pytest.approx(
+        6 * 2 / 6 * 900 / 60)  # two of six jobs swapped out per 60 s quantum
+
+
+def test_switch_overhead_costs_its_share_of_each_quantum():
+    jobs = [JobSpec(f"j{i}", 0.0, 1, 600.0, model="resnet50") for i in range(6)]
+    result, _ = simulate(jobs, switch_overhead=1.0)
+    # Until the first finish everyone runs at 4/6 x 59/60 of a GPU.
+    assert min(jcts(result).values()) == pytest.approx(600 / (4 / 6 * 59 / 60))
+
+
+def test_algorithm1_affinity_then_unallocated_then_relaxed_then_oversubscribed():
+    jobs = [
+        JobSpec("a", 0.0, 1, 9000.0, model="resnet50"),
+        JobSpec("b", 1.0, 2, 9000.0, model="resnet50"),
+        JobSpec("c", 2.0, 1, 9000.0, model="resnet50"),
+        JobSpec("d", 3.0, 1, 9000.0, model="resnet50"),
+        JobSpec("e", 4.0, 1, 9000.0, model="resnet50"),
+        JobSpec("f", 5.0, 1, 9000.0, model="resnet50"),
+        JobSpec("g", 6.0, 2, 9000.0, model="resnet50"),
+    ]
+    _, policy = simulate(jobs, servers=2, gpus=4, introspective=False)
+    placed = {d.job_id: tuple((s.server, s.gpus) for s in d.placement)
+              for _, d in policy.decisions if isinstance(d, Launch)}
+    assert placed["a"] == (("gpu-1", 1),)  # unallocated server, affinity 1
+    assert placed["b"] == (("gpu-2", 2),)  # no affinity-2 server: an unallocated one
+    assert placed["c"] == placed["d"] == placed["e"] == (("gpu-1", 1),)  # same affinity
+    assert placed["f"] == (("gpu-2", 1),)  # gpu-1 full: relax affinity
+    assert placed["g"] == (("gpu-2", 2),)  # no free GPUs: over-subscribe affinity 2
+
+
+def test_packing_capacity_follows_table1():
+    assert packing_capacity(["vae", "vae"]) == 2.0  # 412% gain: both at full speed
+    assert packing_capacity(["lstm", "lstm"]) == pytest.approx(0.84)  # -16%
+
+
+def test_harmful_packing_is_undone_and_a_good_one_kept():
+    bad = [JobSpec(f"lstm{i}", 0.0, 1, 3000.0, model="lstm") for i in range(2)]
+    result, _ = simulate(bad, gpus=1)
+    counters = result.summary["policy_counters"]
+    assert (counters["packings"], counters["packings_undone"], counters["packings_kept"]) == (
+        1, 1, 0)
+    # The trial quantum ran at 0.42 each instead of 0.5 x 59/60, then time-slicing again.
+    slice_rate = 0.5 * 59 / 60
+    trial = 60.0
+    left = 3000 - 0.42 * trial
+    assert jcts(result)["lstm0"] == pytest.approx(trial + left / slice_rate, rel=1e-6)
+
+    good = [JobSpec(f"vae{i}", 0.0, 1, 3000.0, model="vae") for i in range(2)]
+    result, _ = simulate(good, gpus=1)
+    counters = result.summary["policy_counters"]
+    assert (counters["packings"], counters["packings_kept"]) == (1, 1)
+    assert max(jcts(result).values()) == pytest.approx(3000.0)  # both at full speed
+
+
+def test_departure_triggers_a_locality_migration():
+    jobs = [JobSpec(f"s{i}", 0.0, 1, 9000.0, model="resnet50") for i in range(2)]
+    jobs += [JobSpec("gone", 0.0, 1, 500.0, model="resnet50")]
+    jobs += [JobSpec("first", 0.0, 1, 100.0, model="resnet50")]
+    jobs += [JobSpec(f"t{i}", 0.0, 1, 9000.0, model="resnet50") for i in range(3)]
+    jobs += [JobSpec("pair", 50.0, 2, 9000.0, model="vgg16")]
+    _, policy = simulate(jobs, servers=2, gpus=4, packing=False)
+    launch = next((t, d) for t, d in policy.decisions
+                  if isinstance(d, Launch) and d.job_id == "pair")
+    assert launch[0] == 100.0 and len(launch[1].placement) == 2  # fragmented over servers
+    moves = [(t, d) for t, d in policy.decisions if isinstance(d, Migrate)]
+    # `gone` leaves gpu-1 at 500: the pair moves onto one server.
+    assert [(t, d.job_id) for t, d in moves] == [(500.0, "pair")]
+    assert moves[0][1].placement[0].gpus == 2
+
+
+def test_grow_after_idle_timeout_and_shrink_at_once():
+    jobs = [
+        JobSpec("long", 0.0, 1, 20000.0, model="resnet50", min_workers=1, max_workers=4),
+        JobSpec("short1", 0.0, 1, 1500.0, model="resnet50"),
+        JobSpec("short2", 0.0, 2, 2700.0, model="resnet50"),
+        JobSpec("new2", 4500.0, 2, 3000.0, model="resnet50"),
+        JobSpec("new1", 4600.0, 1, 3000.0, model="resnet50"),
+    ]
+    _, policy = simulate(jobs, idle_timeout=300.0)
+    sizes = [(t, sum(s.gpus for s in d.placement)) for t, d in policy.decisions
+             if isinstance(d, Resize) and d.job_id == "long"]
+    assert sizes[0] == (pytest.approx(1800.0), 2)  # 1500 + timeout, one free GPU
+    assert sizes[1] == (pytest.approx(3000.0), 4)  # short2 left at 2700
+    assert sizes[2] == (4500.0, 2)  # shrinks at once for the 2-GPU job
+    assert sizes[3] == (4600.0, 1)
