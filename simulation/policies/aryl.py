@@ -118,9 +118,7 @@ class Aryl(Policy):
         capacity = self._capacity(view)
         allocation = Allocation()
         later: list[JobView] = []
-        ordered = sorted(view.queue.values(), key=lambda j: (self._sort_time(view, j),
-                                                               j.submit_time))
-        for job in ordered:
+        for job in self.phase_one_order(view):
             if sum(capacity.values()) <= 0:
                 break
             demand = self._base_gpus(job.spec)
@@ -144,10 +142,23 @@ class Aryl(Policy):
             allocation.flexible = self._allocate_flexible(view, allocation, capacity)
         return allocation
 
+    def phase_one_order(self, view: ClusterView) -> list[JobView]:
+        """SJF: T_j for inelastic jobs, T_j^max for elastic ones (Algorithm 2 `SortJobs`)."""
+        return sorted(view.queue.values(), key=lambda j: (self._sort_time(view, j),
+                                                            j.submit_time))
+
+    def split_flexible(
+        self, view: ClusterView, groups: list[FlexibleGroup], rates: dict[str, list[float]],
+        capacity: int,
+    ) -> dict[str, int]:
+        """Flexible workers per job within one GPU type: the multiple-choice knapsack."""
+        return solve_multiple_choice_knapsack(groups, capacity)
+
     def _allocate_flexible(
         self, view: ClusterView, allocation: Allocation, capacity: dict[str, int]
     ) -> dict[str, int]:
         by_type: dict[str, list[FlexibleGroup]] = {}
+        rates: dict[str, list[float]] = {}
         candidates: list[tuple[JobView, str | None]] = [
             (job, self._running_type(view, job))
             for job in view.running.values() if job.spec.elastic
@@ -157,17 +168,16 @@ class Aryl(Policy):
             flex_type = self._flexible_type(view, job.spec, base_type, capacity)
             if flex_type is None:
                 continue
-            by_type.setdefault(flex_type, []).append(
-                self._group(view, job, base_type, flex_type)
-            )
+            group, rates[job.job_id] = self._group(view, job, base_type, flex_type)
+            by_type.setdefault(flex_type, []).append(group)
         flexible: dict[str, int] = {}
         for gpu_type, groups in sorted(by_type.items()):
-            flexible.update(solve_multiple_choice_knapsack(groups, capacity.get(gpu_type, 0)))
+            flexible.update(self.split_flexible(view, groups, rates, capacity.get(gpu_type, 0)))
         return flexible
 
     def _group(
         self, view: ClusterView, job: JobView, base_type: str | None, flex_type: str
-    ) -> FlexibleGroup:
+    ) -> tuple[FlexibleGroup, list[float]]:
         spec = job.spec
         d = spec.gpus_per_worker
         base_speed = self._speed(view, base_type) if base_type else self._speed(view, None)
@@ -187,7 +197,7 @@ class Aryl(Policy):
         base_seconds = self._predicted_work(job) * (
             view.throughput.speedup(spec.model, spec.num_gpus) / rates[0]
         )
-        return flexible_group(job.job_id, base_seconds, rates, d)
+        return flexible_group(job.job_id, base_seconds, rates, d), rates
 
     # -- helpers: demand, time, GPU types ----------------------------------------------------
 
