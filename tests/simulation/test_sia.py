@@ -1,0 +1,181 @@
+"""SIA policies: hand-built sharing cases, the virtual clock, and Theorem 1 as a property."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from simulation.metrics import speedups
+from simulation.model import ClusterSpec, GpuType, JobSpec, PoolKind, PoolSpec, Workload
+from simulation.policies.sia.common import (
+    ResourceTimePlan,
+    queue_quotas,
+    virtual_start_times,
+)
+from simulation.runner import run_simulation
+from simulation.workloads.sia import SiaSetup, generate_sia_workload, sia_cluster
+
+MIN = 60.0
+
+
+def cluster(queues: int = 2, gpus: int = 4) -> ClusterSpec:
+    pools = tuple(PoolSpec(f"q{i}", PoolKind.QUOTA, "V100", 1, gpus) for i in range(1, queues + 1))
+    return ClusterSpec("test", {"V100": GpuType("V100")}, pools)
+
+
+def job(job_id: str, pool: str, submit: float, gpus: int, minutes: float, **kw) -> JobSpec:
+    return JobSpec(job_id, submit, gpus, minutes * MIN, pool=pool, preemptible=False, **kw)
+
+
+def workload(*jobs: JobSpec) -> Workload:
+    return Workload(tuple(sorted(jobs, key=lambda j: j.submit_time)))
+
+
+def by_id(result) -> dict[str, dict]:
+    return {row["job_id"]: row for row in result.jobs}
+
+
+PERFECT = {"arrivals": "perfect", "durations": "perfect"}
+
+
+def test_fcfs_pools_keeps_each_queue_in_its_quota_and_strict_order() -> None:
+    w = workload(job("a", "q1", 0, 4, 30), job("b", "q1", 0, 2, 10), job("c", "q1", 1, 1, 5),
+                 job("d", "q2", 100, 4, 10))
+    rows = by_id(run_simulation(cluster(), w, "fcfs-pools"))
+    assert rows["a"]["start"] == 0
+    assert rows["b"]["start"] == 30 * MIN  # q2's idle GPUs are not borrowed
+    assert rows["c"]["start"] == 30 * MIN  # strict FCFS: c waits behind b
+    assert rows["d"]["start"] == 100
+
+
+def test_virtual_clock_reproduces_fcfs_pools() -> None:
+    setup = SiaSetup(queues=3, days=1.0)
+    w = generate_sia_workload(setup, seed=3)
+    result = run_simulation(sia_cluster(setup), w, "fcfs-pools")
+    starts = virtual_start_times(w.jobs, queue_quotas(sia_cluster(setup)))
+    for row in result.jobs:
+        assert row["start"] == pytest.approx(starts[row["job_id"]], abs=1e-5)
+
+
+def test_resource_time_plan_peak_over_interval() -> None:
+    plan = ResourceTimePlan(8)
+    plan.reserve(4, 0, 10)
+    plan.reserve(2, 5, 10)
+    plan.reserve(3, 20, 5)
+    assert plan.max_reservation(0, 5) == 4
+    assert plan.max_reservation(0, 6) == 6
+    assert plan.max_reservation(15, 5) == 0
+    assert plan.max_reservation(12, 10) == 3
+    assert plan.fits(2, 0, 10) and not plan.fits(3, 0, 10)
+
+
+def test_sia_lends_idle_quota_when_no_job_will_arrive() -> None:
+    w = workload(job("a", "q1", 0, 4, 30), job("b", "q1", 0, 4, 30), job("x", "q2", 7200, 4, 10))
+    result = run_simulation(cluster(), w, "sia", settings=PERFECT)
+    rows = by_id(result)
+    assert rows["b"]["start"] == 0  # q2's idle GPUs, lent within the 60-minute window
+    assert rows["x"]["start"] == 7200  # back in time for q2's own job
+    base = run_simulation(cluster(), w, "fcfs-pools")
+    assert speedups(base.jobs, result.jobs)["slowed_share"] == 0
+
+
+def test_sia_keeps_quota_for_jobs_about_to_arrive() -> None:
+    w = workload(job("a", "q1", 0, 4, 30), job("b", "q1", 0, 4, 30), job("x", "q2", 2400, 4, 10))
+    rows = by_id(run_simulation(cluster(), w, "sia", settings=PERFECT))
+    assert rows["b"]["start"] == 30 * MIN  # q2 expects load within every window
+    assert rows["x"]["start"] == 2400
+
+
+def test_sia_lends_only_to_jobs_predicted_to_fit_the_window() -> None:
+    w = workload(job("a", "q1", 0, 4, 30), job("long", "q1", 0, 4, 800),
+                 job("x", "q2", 13 * 3600, 4, 10))
+    rows = by_id(run_simulation(cluster(), w, "sia", settings=PERFECT))
+    assert rows["long"]["start"] == 30 * MIN  # longer than 720 min: never spare
+
+
+def test_maxmin_lends_and_slows_the_donor() -> None:
+    w = workload(job("a", "q1", 0, 4, 120), job("b", "q1", 0, 4, 600), job("x", "q2", 3600, 4, 10))
+    base = run_simulation(cluster(), w, "fcfs-pools")
+    shared = run_simulation(cluster(), w, "maxmin")
+    rows = by_id(shared)
+    assert rows["b"]["start"] == 0  # q2 is idle, so max-min hands its GPUs to q1
+    assert rows["x"]["start"] == 120 * MIN  # q2's own job waits for a to finish
+    assert speedups(base.jobs, shared.jobs)["slowed_share"] > 0
+
+
+def test_ssf_prefers_short_service_within_quota_and_gssf_shares() -> None:
+    w = workload(job("big", "q1", 0, 4, 60), job("long", "q1", 1, 4, 60),
+                 job("short", "q1", 2, 4, 5))
+    ssf = by_id(run_simulation(cluster(), w, "ssf"))
+    assert ssf["short"]["start"] == 60 * MIN and ssf["long"]["start"] == 65 * MIN
+    gssf = by_id(run_simulation(cluster(), w, "gssf"))
+    assert gssf["long"]["start"] == 1  # q2's idle server is one global pool
+    assert gssf["short"]["start"] == 60 * MIN
+
+
+def test_sia_vc_starts_early_only_without_delaying_others() -> None:
+    w = workload(job("a", "q1", 0, 4, 30), job("b", "q1", 0, 4, 30), job("x", "q2", 600, 4, 10),
+                 job("s", "q1", 0, 2, 5))
+    rows = by_id(run_simulation(cluster(), w, "sia-vc"))
+    assert rows["b"]["start"] == 20 * MIN  # not over x's reservation [600, 1200) s, but
+    # right after it, still before its virtual start (30 min)
+    assert rows["s"]["start"] == 0  # 5 minutes on q2's GPUs end before x arrives
+    assert rows["x"]["start"] == 600
+
+
+jobs_strategy = st.lists(
+    st.tuples(
+        st.integers(0, 2),  # queue
+        st.integers(0, 240),  # submit minute
+        st.sampled_from([1, 1, 2, 4]),  # width
+        st.integers(1, 180),  # duration minutes
+    ),
+    min_size=1,
+    max_size=25,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(jobs_strategy)
+def test_theorem_1_sia_vc_never_slows_a_job(specs) -> None:
+    w = workload(*(
+        job(f"j{i}", f"q{q + 1}", minute * MIN, width, minutes)
+        for i, (q, minute, width, minutes) in enumerate(specs)
+    ))
+    c = cluster(queues=3)
+    base = by_id(run_simulation(c, w, "fcfs-pools"))
+    shared = by_id(run_simulation(c, w, "sia-vc"))
+    for job_id, row in base.items():
+        assert shared[job_id]["jct"] <= row["jct"] + 1e-6
+
+
+def test_sia_learned_predictors_train_online_and_are_deterministic() -> None:
+    setup = SiaSetup(queues=4, days=2.0)
+    w = generate_sia_workload(setup, seed=5)
+    settings_ = {"train_hours": 12.0, "retrain_hours": 12.0}
+    first = run_simulation(sia_cluster(setup), w, "sia", settings=settings_, seed=1)
+    second = run_simulation(sia_cluster(setup), w, "sia", settings=settings_, seed=1)
+    assert first.summary["finished"] == len(w)
+    assert first.jobs == second.jobs
+
+
+def test_sia_random_predictors_run() -> None:
+    setup = SiaSetup(queues=4, days=1.0)
+    w = generate_sia_workload(setup, seed=2)
+    result = run_simulation(sia_cluster(setup), w, "sia",
+                            settings={"arrivals": "random", "durations": "random"})
+    assert result.summary["finished"] == len(w)
+
+
+def test_generator_follows_the_setup() -> None:
+    setup = SiaSetup(queues=6, days=2.0)
+    w = generate_sia_workload(setup, seed=7)
+    assert w.jobs == generate_sia_workload(setup, seed=7).jobs
+    assert {j.pool for j in w.jobs} == {f"q{i}" for i in range(1, 7)}
+    assert {j.num_gpus for j in w.jobs} <= {1, 2, 4, 8}
+    assert all(j.submit_time < 2 * 86400 + 60 for j in w.jobs)
+    minutes = np.array([j.duration for j in w.jobs]) / MIN
+    assert np.median(minutes) < 100 < np.percentile(minutes, 95)
+    assert len(sia_cluster(setup).pools) == 6
