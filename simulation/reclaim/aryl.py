@@ -108,26 +108,26 @@ class _Instance:
         self.index = {sid: i for i, sid in enumerate(self.servers)}
         self.jobs = {job.job_id: job for job in jobs}
         n = len(self.servers)
-        self.base: list[list[str]] = [[] for _ in range(n)]
-        self.flex: list[list[str]] = [[] for _ in range(n)]
+        self.base: list[dict[str, None]] = [{} for _ in range(n)]  # ordered sets
+        self.flex: list[dict[str, None]] = [{} for _ in range(n)]
         self.used = [0] * n
         self.job_servers: dict[str, list[int]] = {}
         self.share: dict[str, float] = {}
         for job in jobs:
             on = {slot.server for slot in job.slots}
             self.share[job.job_id] = 1.0 / len(on) if on else 0.0
-            base_here: list[int] = []
+            base_here: dict[int, None] = {}
             for slot in job.slots:
                 i = self.index.get(slot.server)
                 if i is None:
                     continue
                 self.used[i] += slot.gpus
-                target = self.flex[i] if slot.flexible else self.base[i]
-                if job.job_id not in target:
-                    target.append(job.job_id)
-                if not slot.flexible and i not in base_here:
-                    base_here.append(i)
-            self.job_servers[job.job_id] = base_here
+                if slot.flexible:
+                    self.flex[i][job.job_id] = None
+                else:
+                    self.base[i][job.job_id] = None
+                    base_here[i] = None
+            self.job_servers[job.job_id] = list(base_here)
         self.gpu_share: dict[tuple[str, int], float] | None = None
 
     def weight(self, job_id: str, i: int) -> float:
@@ -236,7 +236,7 @@ def _algorithm_one(inst: _Instance, taken: set[int], need: int, preempted: list[
         taken.add(best)
         cost[best] = math.inf
         hit = {best}
-        for job_id in sorted(alive[best], key=inst.base[best].index):
+        for job_id in [j for j in inst.base[best] if j in alive[best]]:
             preempted.append(job_id)
             for i in inst.job_servers[job_id]:
                 hit.add(i)
