@@ -99,6 +99,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "planner.core",
+    "planner.dashboard",
 ]
 
 MIDDLEWARE = [

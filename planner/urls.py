@@ -6,7 +6,9 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 urlpatterns = [
     path("", include("planner.core.urls")),
+    path("", include("planner.dashboard.urls")),
     path("api/v1/", include("planner.core.api_urls")),
+    path("api/v1/", include("planner.scenarios.api_urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
     path("admin/", admin.site.urls),

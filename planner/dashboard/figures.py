@@ -36,6 +36,10 @@ PALETTE = (
     "#86CE00", "#BC7196", "#7E7DCD", "#E48F72",
 )
 
+# Server states on the operator pages: idle grey, busy blue, on loan green, reclaiming amber.
+STATE_COLORS = {"idle": "#9aa5b1", "busy": "#2457a6", "on_loan": "#1f7a3f",
+                "reclaiming": "#b68100", "offline": "#b42318"}
+
 _TIME_UNITS = ((7200.0, "h", 3600.0), (120.0, "min", 60.0), (0.0, "s", 1.0))
 
 
@@ -321,6 +325,23 @@ def comparison_charts(results: Sequence[PolicyResult], *, baseline: str | None) 
     return charts
 
 
+def server_state_figure(pools: Mapping[str, Mapping[str, int]]) -> go.Figure:
+    """Servers of each pool by state, as stacked horizontal bars (one trace per state)."""
+    names = list(pools)
+    fig = _figure(xaxis_title="servers", yaxis_title="", barmode="stack",
+                  height=max(160, 70 + 44 * len(names)))
+    for state, color in STATE_COLORS.items():
+        fig.add_trace(go.Bar(
+            y=names, x=[pools[name].get(state, 0) for name in names], orientation="h",
+            name=state.replace("_", " "), marker_color=color,
+            hovertemplate=f"%{{y}}: %{{x}} {state.replace('_', ' ')}<extra></extra>",
+        ))
+    fig.update_yaxes(autorange="reversed")
+    largest = max((sum(counts.values()) for counts in pools.values()), default=0)
+    fig.update_xaxes(tick0=0, dtick=max(1, math.ceil(largest / 8)))
+    return fig
+
+
 # --- Helpers ----------------------------------------------------------------------------------
 
 
@@ -328,8 +349,10 @@ def _figure(**layout: Any) -> go.Figure:
     """An empty figure with the pages' shared layout (the bare template keeps JSON small)."""
     fig = go.Figure()
     fig.update_layout(
-        template="none", height=340, margin={"l": 64, "r": 16, "t": 16, "b": 56},
-        legend={"orientation": "h", "y": -0.22, "x": 0}, font={"family": "system-ui, sans-serif"},
+        template="none", height=340, margin={"l": 64, "r": 16, "t": 36, "b": 48},
+        legend={"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 0,
+                "traceorder": "normal"},
+        font={"family": "system-ui, sans-serif"},
     )
     fig.update_layout(**{k: v for k, v in layout.items() if not k.endswith("_title")})
     fig.update_xaxes(title_text=layout.get("xaxis_title", ""), automargin=True)

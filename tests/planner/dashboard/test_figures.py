@@ -159,3 +159,14 @@ def test_figures_serialise_to_compact_json(results):
     assert all("bdata" in p for p in payload[:2])  # numpy arrays travel as base64
     assert all("layout" not in json.loads(p)["layout"]["template"] for p in payload)
     assert sum(map(len, payload)) < 200_000
+
+
+def test_server_states_stack_per_pool_with_fixed_colours():
+    fig = figures.server_state_figure({
+        "training": {"idle": 2, "busy": 6},
+        "inference": {"idle": 1, "busy": 3, "on_loan": 4},
+    })
+    assert [t.name for t in fig.data] == ["idle", "busy", "on loan", "reclaiming", "offline"]
+    on_loan = fig.data[2]
+    assert list(on_loan.y) == ["training", "inference"] and list(on_loan.x) == [0, 4]
+    assert on_loan.marker.color == figures.STATE_COLORS["on_loan"]

@@ -1,0 +1,83 @@
+"""Operator pages of the clusters: list, overview with servers by state, its live fragment."""
+
+import json
+import re
+
+import pytest
+from django.urls import reverse
+
+from planner.clusters.models import Server, ServerStatus
+from planner.clusters.services import cluster_create_from_spec
+
+SPEC = """
+name: lab
+gpu_types: {V100: {speed: 1.0, memory_gb: 32}, T4: {speed: 0.25, memory_gb: 16}}
+pools:
+  - {name: training, kind: training, gpu_type: V100, servers: 4, gpus_per_server: 8}
+  - {name: inference, kind: inference, gpu_type: T4, servers: 6, gpus_per_server: 4}
+"""
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def cluster():
+    cluster = cluster_create_from_spec(spec_text=SPEC, source="test")
+    training = Server.objects.filter(pool__name="training").order_by("id")
+    inference = Server.objects.filter(pool__name="inference").order_by("id")
+    Server.objects.filter(pk__in=[s.pk for s in training[:3]]).update(status=ServerStatus.BUSY)
+    Server.objects.filter(pk__in=[s.pk for s in inference[:2]]).update(
+        status=ServerStatus.ON_LOAN)
+    Server.objects.filter(pk=inference[5].pk).update(status=ServerStatus.OFFLINE)
+    return cluster
+
+
+def _figure(html: str, slug: str) -> dict:
+    match = re.search(rf'<script id="data-{slug}" type="application/json">(.*?)</script>', html,
+                      re.S)
+    assert match, f"no figure data for {slug}"
+    return json.loads(match.group(1))
+
+
+def test_empty_cluster_list_says_how_to_add_one(client):
+    response = client.get(reverse("dashboard:cluster-list"))
+    assert response.status_code == 200
+    assert "No clusters yet" in response.content.decode()
+
+
+def test_cluster_list_links_each_cluster(client, cluster):
+    html = client.get(reverse("dashboard:cluster-list")).content.decode()
+    assert reverse("dashboard:cluster-detail", args=[cluster.pk]) in html
+    assert ">10<" in html  # servers
+
+
+def test_overview_counts_servers_by_state_per_pool(client, cluster):
+    response = client.get(reverse("dashboard:cluster-detail", args=[cluster.pk]))
+    assert response.status_code == 200
+    pools = {p.name: p for p in response.context["pools"]}
+    assert pools["training"].by_status["busy"] == 3
+    assert pools["training"].by_status["idle"] == 1
+    assert pools["inference"].by_status["on_loan"] == 2
+    assert pools["inference"].utilization == pytest.approx(2 / 5)  # the offline one excluded
+    assert response.context["totals"]["on_loan"] == 2
+    html = response.content.decode()
+    assert 'data-refresh-url="%s"' % reverse("dashboard:cluster-live", args=[cluster.pk]) in html
+    figure = _figure(html, "server-states")
+    assert [t["name"] for t in figure["data"]] == ["idle", "busy", "on loan", "reclaiming",
+                                                   "offline"]
+    assert "vendor/plotly.min.js" in html and "cdn" not in html.lower()
+
+
+def test_live_fragment_reflects_a_state_change(client, cluster):
+    url = reverse("dashboard:cluster-live", args=[cluster.pk])
+    Server.objects.filter(pool__name="training").update(status=ServerStatus.IDLE)
+    response = client.get(url)
+    assert response.status_code == 200
+    assert "<html" not in response.content.decode()
+    pools = {p.name: p for p in response.context["pools"]}
+    assert pools["training"].by_status["busy"] == 0
+
+
+def test_unknown_cluster_is_a_readable_404(client):
+    response = client.get(reverse("dashboard:cluster-detail", args=[999999]))
+    assert response.status_code == 404
