@@ -99,6 +99,8 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "planner.core",
+    "planner.clusters",
+    "planner.scenarios",
     "planner.dashboard",
 ]
 
@@ -255,6 +257,19 @@ CELERY_RESULT_ACCEPT_CONTENT = ["json"]
 CELERY_RESULT_EXPIRES = env_int("CELERY_RESULT_EXPIRES", 86400)
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TIMEZONE = TIME_ZONE
+
+
+# --- Planner: uploads, result files, what-if runs ------------------------------------------
+# Uploaded traces and run results (Parquet) live under MEDIA_ROOT; every web and worker host
+# must see the same folder (a shared volume when scaling out).
+
+MEDIA_URL = "media/"
+MEDIA_ROOT = Path(env_str("MEDIA_ROOT", str(BASE_DIR / "media")))
+PLANNER_MAX_UPLOAD_MB = env_int("PLANNER_MAX_UPLOAD_MB", 50)
+PLANNER_RUN_HEARTBEAT_SECONDS = env_float("PLANNER_RUN_HEARTBEAT_SECONDS", 10.0)
+PLANNER_RUN_STALE_SECONDS = env_float("PLANNER_RUN_STALE_SECONDS", 300.0)
+PLANNER_RUN_MAX_ATTEMPTS = env_int("PLANNER_RUN_MAX_ATTEMPTS", 3)
+PLANNER_SWEEP_MAX_RUNS = env_int("PLANNER_SWEEP_MAX_RUNS", 500)
 
 
 # --- Health checks ---------------------------------------------------------------------------

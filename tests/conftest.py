@@ -62,9 +62,19 @@ def _worker_stop(*, process: subprocess.Popen) -> None:
     process.wait()
 
 
+@pytest.fixture(scope="session", autouse=True)
+def media_root(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A MEDIA_ROOT of this session for uploads and result files, shared with the worker."""
+    from django.test.utils import override_settings
+
+    folder = tmp_path_factory.mktemp("media")
+    with override_settings(MEDIA_ROOT=str(folder)):
+        yield folder
+
+
 @pytest.fixture(scope="session")
 def celery_worker_process(
-    django_db_setup, tmp_path_factory: pytest.TempPathFactory
+    django_db_setup, media_root: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[CeleryWorkerProcess]:
     """A real ``celery -A planner worker --pool solo`` subprocess on the Redis broker.
 
@@ -95,6 +105,7 @@ def celery_worker_process(
         "DJANGO_SETTINGS_MODULE": "planner.settings",
         "DATABASE_URL": session_database_url(),
         "REDIS_URL": settings.REDIS_URL,
+        "MEDIA_ROOT": str(media_root),
     }
     command = [sys.executable, "-m", "celery", "-A", "planner", "worker", "--pool", "solo"]
     command += ["-l", "warning", "-n", nodename]

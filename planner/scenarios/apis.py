@@ -1,0 +1,209 @@
+"""REST endpoints for runs (progress polling, cancel, re-run, export), uploads and sweeps."""
+
+from __future__ import annotations
+
+from django.http import HttpResponse
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers, status
+from rest_framework.exceptions import NotFound, ValidationError
+from rest_framework.pagination import PageNumberPagination
+from rest_framework.parsers import FormParser, MultiPartParser
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from planner.scenarios import selectors, services
+from planner.scenarios.models import Run, RunResult, RunStatus, Scenario, Sweep
+from simulation.errors import InputError
+
+
+def _bad_input(exc: InputError, default_field: str) -> ValidationError:
+    """HTTP 400 naming the field (and the file and line, inside the message)."""
+    return ValidationError({exc.field or default_field: [str(exc)]})
+
+
+def _get(model, pk: int):
+    try:
+        return model.objects.get(pk=pk)
+    except model.DoesNotExist:
+        raise NotFound(f"{model._meta.verbose_name} {pk} does not exist") from None
+
+
+class RunOutputSerializer(serializers.ModelSerializer):
+    summary = serializers.SerializerMethodField()
+    wall_seconds = serializers.FloatField(allow_null=True)
+
+    class Meta:
+        model = Run
+        fields = ["id", "scenario", "sweep", "policy", "params", "seed", "variant", "status",
+                  "progress", "attempts", "error", "reused_from", "created_at", "started_at",
+                  "finished_at", "heartbeat_at", "wall_seconds", "content_hash", "summary"]
+
+    def get_summary(self, run: Run) -> dict | None:
+        try:
+            return run.result.summary
+        except RunResult.DoesNotExist:
+            return None
+
+
+class RunListApi(APIView):
+    """Runs with their progress, for pages to poll; filter by scenario, sweep and status."""
+
+    class FilterSerializer(serializers.Serializer):
+        scenario = serializers.IntegerField(required=False, min_value=1)
+        sweep = serializers.IntegerField(required=False, min_value=1)
+        status = serializers.ChoiceField(choices=RunStatus.choices, required=False)
+
+    @extend_schema(parameters=[FilterSerializer], responses=RunOutputSerializer(many=True))
+    def get(self, request: Request) -> Response:
+        filters = self.FilterSerializer(data=request.query_params)
+        filters.is_valid(raise_exception=True)
+        runs = selectors.run_list(scenario_id=filters.validated_data.get("scenario"),
+                                  sweep_id=filters.validated_data.get("sweep"),
+                                  status=filters.validated_data.get("status"))
+        paginator = PageNumberPagination()
+        page = paginator.paginate_queryset(runs, request, view=self)
+        return paginator.get_paginated_response(RunOutputSerializer(page, many=True).data)
+
+
+class RunDetailApi(APIView):
+    @extend_schema(responses=RunOutputSerializer)
+    def get(self, request: Request, run_id: int) -> Response:
+        try:
+            run = selectors.run_get(run_id=run_id)
+        except Run.DoesNotExist:
+            raise NotFound(f"run {run_id} does not exist") from None
+        return Response(RunOutputSerializer(run).data)
+
+
+class RunCancelApi(APIView):
+    @extend_schema(request=None, responses=RunOutputSerializer)
+    def post(self, request: Request, run_id: int) -> Response:
+        _get(Run, run_id)
+        try:
+            run = services.run_cancel(run_id=run_id)
+        except InputError as exc:
+            raise _bad_input(exc, "status") from None
+        return Response(RunOutputSerializer(run).data)
+
+
+class RunRerunApi(APIView):
+    @extend_schema(request=None, responses={201: RunOutputSerializer})
+    def post(self, request: Request, run_id: int) -> Response:
+        _get(Run, run_id)
+        try:
+            run = services.run_rerun(run_id=run_id)
+        except InputError as exc:
+            raise _bad_input(exc, "status") from None
+        return Response(RunOutputSerializer(run).data, status=status.HTTP_201_CREATED)
+
+
+def _run_with_result(run_id: int) -> Run:
+    run = _get(Run, run_id)
+    if not RunResult.objects.filter(run=run).exists():
+        raise NotFound(f"run {run_id} has no result (status {run.status})")
+    return run
+
+
+class RunExportJsonApi(APIView):
+    @extend_schema(responses={200: dict})
+    def get(self, request: Request, run_id: int) -> Response:
+        run = _run_with_result(run_id)
+        response = Response(selectors.run_export_json(run=run))
+        response["Content-Disposition"] = f'attachment; filename="run-{run_id}.json"'
+        return response
+
+
+class RunExportCsvApi(APIView):
+    """One table of a result as CSV: `?table=jobs` (default), `timeseries` or `summary`."""
+
+    class QuerySerializer(serializers.Serializer):
+        table = serializers.ChoiceField(choices=selectors.EXPORT_TABLES, default="jobs")
+
+    @extend_schema(parameters=[QuerySerializer], responses={(200, "text/csv"): str})
+    def get(self, request: Request, run_id: int) -> HttpResponse:
+        query = self.QuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        table = query.validated_data["table"]
+        run = _run_with_result(run_id)
+        response = HttpResponse(selectors.run_export_csv(run=run, table=table),
+                                content_type="text/csv")
+        response["Content-Disposition"] = f'attachment; filename="run-{run_id}-{table}.csv"'
+        return response
+
+
+class WorkloadUploadApi(APIView):
+    """Upload a trace in any supported format; refused with the line and field when bad."""
+
+    parser_classes = [MultiPartParser, FormParser]
+
+    class InputSerializer(serializers.Serializer):
+        name = serializers.CharField(max_length=200, required=False, default="")
+        file = serializers.FileField(allow_empty_file=True)
+        format = serializers.CharField(required=False, allow_blank=True, default="")
+
+    class OutputSerializer(serializers.Serializer):
+        id = serializers.IntegerField()
+        name = serializers.CharField()
+        format = serializers.CharField()
+        num_jobs = serializers.IntegerField()
+        summary = serializers.JSONField()
+
+    @extend_schema(request={"multipart/form-data": InputSerializer},
+                   responses={201: OutputSerializer})
+    def post(self, request: Request) -> Response:
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        try:
+            workload = services.workload_create_from_upload(**data.validated_data)
+        except InputError as exc:
+            raise ValidationError({"file": [str(exc)]}) from None
+        return Response(self.OutputSerializer(workload).data, status=status.HTTP_201_CREATED)
+
+
+class ScenarioLaunchApi(APIView):
+    """Create one run per policy x seed of the scenario (identical earlier runs are reused)."""
+
+    @extend_schema(request=None, responses={201: RunOutputSerializer(many=True)})
+    def post(self, request: Request, scenario_id: int) -> Response:
+        runs = services.scenario_launch(scenario=_get(Scenario, scenario_id))
+        return Response(RunOutputSerializer(runs, many=True).data,
+                        status=status.HTTP_201_CREATED)
+
+
+class SweepOutputSerializer(serializers.ModelSerializer):
+    progress = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Sweep
+        fields = ["id", "scenario", "name", "grid", "status", "created_at", "finished_at",
+                  "progress", "aggregate"]
+
+    def get_progress(self, sweep: Sweep) -> dict[str, int]:
+        return selectors.sweep_progress(sweep=sweep)
+
+
+class SweepCreateApi(APIView):
+    """A parameter grid over a scenario, e.g. ``{"grid": {"load_scale": [1, 2]}}``."""
+
+    class InputSerializer(serializers.Serializer):
+        name = serializers.CharField(max_length=200, required=False, default="")
+        grid = serializers.JSONField()
+
+    @extend_schema(request=InputSerializer, responses={201: SweepOutputSerializer})
+    def post(self, request: Request, scenario_id: int) -> Response:
+        scenario = _get(Scenario, scenario_id)
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        try:
+            sweep = services.sweep_create(scenario=scenario, **data.validated_data)
+        except InputError as exc:
+            raise _bad_input(exc, "grid") from None
+        return Response(SweepOutputSerializer(sweep).data, status=status.HTTP_201_CREATED)
+
+
+class SweepDetailApi(APIView):
+    @extend_schema(responses=SweepOutputSerializer,
+                   parameters=[OpenApiParameter("sweep_id", int, OpenApiParameter.PATH)])
+    def get(self, request: Request, sweep_id: int) -> Response:
+        return Response(SweepOutputSerializer(_get(Sweep, sweep_id)).data)
