@@ -39,8 +39,10 @@ class JobDurationPredictor:
         self._by_tag: dict[str, list[float]] = defaultdict(list)
         self._by_pool_width: dict[tuple[str, int], list[float]] = defaultdict(list)
         self._by_pool: dict[str, list[float]] = defaultdict(list)
+        self._estimates: dict[tuple[str, str, int], float | None] = {}
 
     def observe(self, spec: JobSpec, seconds: float) -> None:
+        self._estimates.clear()
         if spec.experiment:
             self._by_tag[spec.experiment].append(seconds)
         pool = spec.pool or ""
@@ -48,7 +50,17 @@ class JobDurationPredictor:
         self._by_pool[pool].append(seconds)
 
     def estimate(self, spec: JobSpec) -> float | None:
-        """Estimated running time in seconds, or None when nothing similar has finished."""
+        """Estimated running time in seconds, or None when nothing similar has finished.
+
+        Memoised until the next observation: the scheduler asks for every pending job
+        each round, and history changes only when a job finishes.
+        """
+        key = (spec.experiment, spec.pool or "", spec.num_gpus)
+        if key not in self._estimates:
+            self._estimates[key] = self._median_of_similar(spec)
+        return self._estimates[key]
+
+    def _median_of_similar(self, spec: JobSpec) -> float | None:
         tagged = self._by_tag.get(spec.experiment) if spec.experiment else None
         if tagged and len(tagged) >= self.min_tag_jobs:
             return float(np.median(tagged))

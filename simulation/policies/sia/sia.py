@@ -24,11 +24,11 @@ Predictors (switches for the §6.3 ablation):
 - `durations=learned` (§5.4.2: experiment tag, else pool history), `perfect` (true bin) or
   `random` (a uniformly random bin of the four).
 
-Choices: WillJobsArrive is evaluated at most once per 5-minute slot (the paper predicts
-every 5 minutes per pool); a running job's expected end for the future-completion
-features is its estimated duration minus the time it has run; jobs are non-preemptive and
-placed on any free GPUs, their own queue's servers first. Locality cells (§5.5) are not
-implemented.
+Choices: TotalNewLoad (WillJobsArrive and NewLoadEstimate) is evaluated at most once per
+5-minute slot, as the paper predicts every 5 minutes per pool; a running job's expected
+end for the future-completion features is its estimated duration minus the time it has
+run; jobs are non-preemptive and placed on any free GPUs, their own queue's servers first.
+Locality cells (§5.5) are not implemented.
 """
 
 from __future__ import annotations
@@ -108,7 +108,7 @@ class Sia(Policy):
         self._first_seen: float | None = None
         self._next_training = math.inf
         self._prediction_slot: float | None = None
-        self._will_arrive: dict[tuple[str, float], bool] = {}
+        self._slot_load: dict[tuple[str, float], float] = {}
         self._random_bins: dict[str, int] = {}
 
     # -- observation ------------------------------------------------------------------------
@@ -186,22 +186,21 @@ class Sia(Policy):
             return load
         if self.arrivals == "learned" and not self._model.trained:
             return {(q, m): math.inf for q in quotas for m in self._windows}
-        histories = self._histories(view, quotas, expected=True)
         slot = math.floor(now / SAMPLE_STEP)
-        if slot != self._prediction_slot:
-            self._prediction_slot = slot
-            if self.arrivals == "learned":
-                self._will_arrive = self._model.predict(histories, now)
-            else:
-                self._will_arrive = {
-                    (q, m): self.rng.random() < 0.5 for q in quotas for m in self._windows}
+        if slot == self._prediction_slot:
+            return self._slot_load
+        self._prediction_slot = slot
+        histories = self._histories(view, quotas, expected=True)
+        if self.arrivals == "learned":
+            will_arrive = self._model.predict(histories, now)
+        else:
+            will_arrive = {(q, m): self.rng.random() < 0.5 for q in quotas for m in self._windows}
         for q in quotas:
             for minutes in self._windows:
-                if self._will_arrive[(q, minutes)]:
-                    load[(q, minutes)] = new_load_estimate(
-                        histories[q], now, minutes * 60.0, self.load_windows)
-                else:
-                    load[(q, minutes)] = 0.0
+                load[(q, minutes)] = new_load_estimate(
+                    histories[q], now, minutes * 60.0, self.load_windows
+                ) if will_arrive[(q, minutes)] else 0.0
+        self._slot_load = load
         return load
 
     # -- scheduling -------------------------------------------------------------------------
