@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
+from typing import Any
 
 from django.db.models import Count
 
 from planner.clusters.models import Cluster, ServerStatus
+from planner.scenarios import selectors as scenario_selectors
+from planner.scenarios.models import Run, RunStatus, Scenario, Sweep
+from planner.scenarios.services import SWEEP_METRICS
 
 IN_USE = (ServerStatus.BUSY, ServerStatus.ON_LOAN, ServerStatus.RECLAIMING)
 
@@ -59,3 +64,67 @@ def cluster_pool_states(*, cluster: Cluster) -> list[PoolState]:
             by_status=by_status,
         ))
     return states
+
+
+# --- Runs and scenarios ----------------------------------------------------------------------
+
+RECENT_RUNS = 200
+
+
+def run_recent(*, scenario_id: int | None = None, limit: int = RECENT_RUNS) -> list[Run]:
+    """The newest runs first (of one scenario, or all), at most `limit`."""
+    runs = scenario_selectors.run_list(scenario_id=scenario_id)
+    return list(runs.select_related("scenario", "sweep").order_by("-id")[:limit])
+
+
+@dataclass(frozen=True, slots=True)
+class ComparedRun:
+    """One succeeded run on a comparison page and the label it has on every chart."""
+
+    run: Run
+    label: str
+
+
+def scenario_comparison_runs(*, scenario: Scenario, seed: int) -> list[ComparedRun]:
+    """The latest succeeded run of each of the scenario's policies for `seed` (sweeps aside).
+
+    Labelled by policy name; a policy listed twice with different parameters gets its
+    parameters in the label so its runs stay apart.
+    """
+    runs = (scenario_selectors.run_list(scenario_id=scenario.pk, status=RunStatus.SUCCEEDED)
+            .filter(sweep__isnull=True, seed=seed))
+    latest: dict[tuple[str, str], Run] = {}
+    for run in runs:
+        latest[(run.policy, json.dumps(run.params, sort_keys=True))] = run
+    names = [policy for policy, _ in latest]
+    order = {entry["policy"]: i for i, entry in enumerate(scenario.policies)}
+    compared = []
+    for (policy, params), run in sorted(latest.items(),
+                                        key=lambda item: (order.get(item[0][0], 1e9), item[0])):
+        label = policy if names.count(policy) == 1 else f"{policy} {params}"
+        compared.append(ComparedRun(run=run, label=label))
+    return compared
+
+
+def scenario_seeds_with_results(*, scenario: Scenario) -> list[int]:
+    """Seeds for which at least one run of the scenario (outside sweeps) succeeded."""
+    runs = scenario_selectors.run_list(scenario_id=scenario.pk, status=RunStatus.SUCCEEDED)
+    return sorted(set(runs.filter(sweep__isnull=True).values_list("seed", flat=True)))
+
+
+def sweep_points(*, sweep: Sweep, metric: str) -> list[dict[str, Any]]:
+    """One row per succeeded run of the sweep: label, grid point, seed and the metric's value.
+
+    The label is the policy plus the grid's other axes, so each curve varies one parameter.
+    """
+    path = SWEEP_METRICS[metric]
+    rows = []
+    runs = scenario_selectors.run_list(sweep_id=sweep.pk, status=RunStatus.SUCCEEDED)
+    for run in runs.select_related("result"):
+        value: Any = run.result.summary
+        for key in path:
+            value = value.get(key) if isinstance(value, dict) else None
+        if isinstance(value, int | float):
+            rows.append({"policy": run.policy, "variant": run.variant, "seed": run.seed,
+                         "value": float(value)})
+    return rows

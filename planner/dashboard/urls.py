@@ -1,5 +1,6 @@
-"""Dashboard pages, mounted at the site root."""
+"""Dashboard pages, mounted at the site root; sign-in uses Django's auth views."""
 
+from django.contrib.auth import views as auth_views
 from django.urls import path
 
 from planner.dashboard import views
@@ -7,7 +8,16 @@ from planner.dashboard import views
 app_name = "dashboard"
 
 urlpatterns = [
+    path("accounts/login/", auth_views.LoginView.as_view(next_page="dashboard:scenario-list"),
+         name="login"),
+    path("accounts/logout/", auth_views.LogoutView.as_view(next_page="/"), name="logout"),
     path("clusters/", views.cluster_list, name="cluster-list"),
     path("clusters/<int:cluster_id>/", views.cluster_detail, name="cluster-detail"),
     path("clusters/<int:cluster_id>/live/", views.cluster_live, name="cluster-live"),
+    path("scenarios/", views.scenario_list, name="scenario-list"),
+    path("scenarios/new/", views.scenario_new, name="scenario-new"),
+    path("scenarios/<int:scenario_id>/compare/", views.scenario_compare,
+         name="scenario-compare"),
+    path("sweeps/<int:sweep_id>/", views.sweep_detail, name="sweep-detail"),
+    path("runs/", views.run_list, name="run-list"),
 ]

@@ -9,30 +9,49 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from typing import Any
 
 import plotly.io as pio
+from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import render
+from django.shortcuts import redirect, render
+from django.urls import reverse
 
 from planner.clusters import selectors as cluster_selectors
 from planner.clusters.models import Cluster
-from planner.dashboard import figures
+from planner.dashboard import figures, selectors, services
+from planner.dashboard.forms import ScenarioBuilderForm
 from planner.dashboard.selectors import PoolState, cluster_pool_states
+from planner.scenarios import selectors as scenario_selectors
+from planner.scenarios.models import Scenario, Sweep
+from planner.scenarios.services import SWEEP_METRICS
+from simulation.errors import InputError
 
 LIVE_REFRESH_SECONDS = 5
+SUMMARY_COLUMNS = (
+    ("jct.mean", "JCT mean (s)"), ("jct.median", "JCT median (s)"), ("jct.p95", "JCT p95 (s)"),
+    ("jct.p99", "JCT p99 (s)"), ("queuing.mean", "queuing mean (s)"),
+    ("queuing.p95", "queuing p95 (s)"), ("makespan", "makespan (s)"),
+    ("preemptions", "preemptions"), ("preemption_ratio", "preempted share"),
+    ("scaling_ops", "scaling ops"), ("gpu_utilization.training", "training utilisation"),
+    ("gpu_utilization.overall", "overall utilisation"), ("unfinished", "unfinished jobs"),
+)
 
 
+@login_required
 def cluster_list(request: HttpRequest) -> HttpResponse:
     return render(request, "dashboard/cluster_list.html",
                   {"clusters": cluster_selectors.cluster_list(), "nav": "clusters"})
 
 
+@login_required
 def cluster_detail(request: HttpRequest, cluster_id: int) -> HttpResponse:
     context = _cluster_live_context(cluster_id=cluster_id)
     context.update(refresh_seconds=_refresh_seconds(request), nav="clusters")
     return render(request, "dashboard/cluster_detail.html", context)
 
 
+@login_required
 def cluster_live(request: HttpRequest, cluster_id: int) -> HttpResponse:
     """The live part of the cluster page alone, re-fetched by live.js every few seconds."""
     return render(request, "dashboard/_cluster_live.html",
@@ -82,3 +101,148 @@ def chart_payloads(charts: Sequence[figures.Chart]) -> list[dict]:
          "data_id": f"data-{c.slug}", "payload": json.loads(pio.to_json(c.figure, validate=False))}
         for c in charts
     ]
+
+
+# --- Planner pages ----------------------------------------------------------------------------
+
+
+@login_required
+def scenario_new(request: HttpRequest) -> HttpResponse:
+    """The scenario builder: on success the scenario runs and the run list shows progress."""
+    form = ScenarioBuilderForm(request.POST or None, request.FILES or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            scenario = services.scenario_build_and_launch(data=form.cleaned_data)
+        except InputError as exc:
+            field = exc.field if exc.field in form.fields else None
+            form.add_error(field, exc.message if field else str(exc))
+        else:
+            return redirect(f"{reverse('dashboard:run-list')}?scenario={scenario.pk}")
+    status = 400 if request.method == "POST" else 200
+    return render(request, "dashboard/scenario_new.html", {"form": form, "nav": "new"},
+                  status=status)
+
+
+@login_required
+def scenario_list(request: HttpRequest) -> HttpResponse:
+    return render(request, "dashboard/scenario_list.html",
+                  {"scenarios": scenario_selectors.scenario_list()[:200],
+                   "sweeps": scenario_selectors.sweep_list()[:50], "nav": "scenarios"})
+
+
+@login_required
+def run_list(request: HttpRequest) -> HttpResponse:
+    """Newest runs with progress bars that poll /api/v1/runs/<id>/ until each run ends."""
+    scenario = None
+    raw = request.GET.get("scenario", "")
+    if raw:
+        scenario = _scenario_or_404(raw)
+    runs = selectors.run_recent(scenario_id=scenario.pk if scenario else None)
+    return render(request, "dashboard/run_list.html",
+                  {"runs": runs, "scenario": scenario, "nav": "runs"})
+
+
+@login_required
+def scenario_compare(request: HttpRequest, scenario_id: int) -> HttpResponse:
+    """Every chart for one seed of a scenario; the query string reopens the same view."""
+    scenario = _scenario_or_404(scenario_id)
+    notices: list[str] = []
+    seeds = selectors.scenario_seeds_with_results(scenario=scenario)
+    seed = _choice_int(request, "seed", seeds, notices)
+    compared = selectors.scenario_comparison_runs(scenario=scenario, seed=seed) \
+        if seed is not None else []
+    labels = [c.label for c in compared]
+    wanted = request.GET.getlist("policy")
+    unknown = [p for p in wanted if p not in labels]
+    if unknown:
+        notices.append(f"No finished run for {', '.join(unknown)} with seed {seed}; "
+                       "showing the policies that have one.")
+    chosen = [c for c in compared if c.label in wanted] or compared if wanted else compared
+    baseline = request.GET.get("baseline") or (chosen[0].label if chosen else None)
+    if chosen and baseline not in [c.label for c in chosen]:
+        notices.append(f"Baseline {baseline!r} is not among the compared runs; "
+                       f"using {chosen[0].label}.")
+        baseline = chosen[0].label
+    results = [_policy_result(c) for c in chosen]
+    charts = figures.comparison_charts(results, baseline=baseline if len(results) > 1 else None)
+    colors = figures.policy_colors(labels)
+    speedup = figures.speedup_table(results, baseline=baseline) if len(results) > 1 else {}
+    rows = [{"label": c.label, "run": c.run, "color": colors[c.label],
+             "values": [_lookup(r.summary, path) for path, _ in SUMMARY_COLUMNS],
+             "speedup": speedup.get(c.label)} for c, r in zip(chosen, results, strict=True)]
+    active = scenario_selectors.scenario_list().filter(pk=scenario.pk).first()
+    return render(request, "dashboard/compare.html", {
+        "scenario": scenario, "seeds": seeds, "seed": seed, "labels": labels,
+        "chosen": [c.label for c in chosen], "baseline": baseline, "rows": rows,
+        "columns": [title for _, title in SUMMARY_COLUMNS], "colors": colors,
+        "charts": chart_payloads(charts), "notices": notices,
+        "runs_active": active.runs_active if active else 0,
+        "filename_prefix": f"scenario-{scenario.pk}-seed-{seed}", "nav": "scenarios",
+    })
+
+
+@login_required
+def sweep_detail(request: HttpRequest, sweep_id: int) -> HttpResponse:
+    """Metric against one grid parameter with a 95 % band across seeds, per policy."""
+    try:
+        sweep = scenario_selectors.sweep_get(sweep_id=sweep_id)
+    except Sweep.DoesNotExist:
+        raise Http404(f"There is no sweep {sweep_id}.") from None
+    notices: list[str] = []
+    metric = request.GET.get("metric") or "jct_mean"
+    if metric not in SWEEP_METRICS:
+        notices.append(f"Unknown metric {metric!r}; showing jct_mean.")
+        metric = "jct_mean"
+    axes = sorted(sweep.grid)
+    parameter = request.GET.get("parameter") or (axes[0] if axes else "")
+    if axes and parameter not in axes:
+        notices.append(f"The sweep has no parameter {parameter!r}; showing {axes[0]}.")
+        parameter = axes[0]
+    points = [
+        {"label": " · ".join([p["policy"]] + [f"{k}={v}" for k, v in sorted(p["variant"].items())
+                                               if k != parameter]),
+         "value": p["variant"].get(parameter), "seed": p["seed"], metric: p["value"]}
+        for p in selectors.sweep_points(sweep=sweep, metric=metric)
+    ]
+    chart = figures.Chart(
+        "sweep", f"{metric} against {parameter}",
+        "Mean over seeds per grid point; the band is the 95 % confidence interval (Student t).",
+        figures.sweep_figure(points, parameter=parameter, metric=metric))
+    return render(request, "dashboard/sweep.html", {
+        "sweep": sweep, "metric": metric, "metrics": list(SWEEP_METRICS), "parameter": parameter,
+        "axes": axes, "charts": chart_payloads([chart]) if points else [],
+        "progress": scenario_selectors.sweep_progress(sweep=sweep),
+        "aggregate": scenario_selectors.sweep_aggregate(sweep=sweep), "notices": notices,
+        "filename_prefix": f"sweep-{sweep.pk}", "nav": "scenarios",
+    })
+
+
+def _scenario_or_404(raw: Any) -> Scenario:
+    try:
+        return scenario_selectors.scenario_get(scenario_id=int(raw))
+    except (Scenario.DoesNotExist, ValueError):
+        raise Http404(f"There is no scenario {raw}.") from None
+
+
+def _choice_int(request: HttpRequest, name: str, choices: list[int],
+                notices: list[str]) -> int | None:
+    raw = request.GET.get(name, "")
+    if raw.isdigit() and int(raw) in choices:
+        return int(raw)
+    if raw:
+        notices.append(f"No finished runs for {name} {raw!r}; showing "
+                       f"{choices[0] if choices else 'nothing'}.")
+    return choices[0] if choices else None
+
+
+def _policy_result(compared: selectors.ComparedRun) -> figures.PolicyResult:
+    summary, jobs, timeseries = scenario_selectors.run_result_frames(run=compared.run)
+    return figures.policy_result(label=compared.label, summary=summary, jobs=jobs,
+                                 timeseries=timeseries)
+
+
+def _lookup(summary: dict, path: str) -> Any:
+    value: Any = summary
+    for key in path.split("."):
+        value = value.get(key) if isinstance(value, dict) else None
+    return value

@@ -23,6 +23,13 @@ CHROMIUM_ARGS = [
 ]
 
 
+@pytest.fixture
+def viewer(client, django_user_model):
+    """A Django test client signed in as an ordinary user (the pages need a sign-in)."""
+    client.force_login(django_user_model.objects.create_user("viewer", password="pw-viewer-1"))
+    return client
+
+
 @pytest.fixture(scope="session")
 def chromium() -> Iterator[object]:
     """One headless Chromium for the session."""

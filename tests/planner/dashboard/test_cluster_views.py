@@ -39,20 +39,20 @@ def _figure(html: str, slug: str) -> dict:
     return json.loads(match.group(1))
 
 
-def test_empty_cluster_list_says_how_to_add_one(client):
-    response = client.get(reverse("dashboard:cluster-list"))
+def test_empty_cluster_list_says_how_to_add_one(viewer):
+    response = viewer.get(reverse("dashboard:cluster-list"))
     assert response.status_code == 200
     assert "No clusters yet" in response.content.decode()
 
 
-def test_cluster_list_links_each_cluster(client, cluster):
-    html = client.get(reverse("dashboard:cluster-list")).content.decode()
+def test_cluster_list_links_each_cluster(viewer, cluster):
+    html = viewer.get(reverse("dashboard:cluster-list")).content.decode()
     assert reverse("dashboard:cluster-detail", args=[cluster.pk]) in html
     assert ">10<" in html  # servers
 
 
-def test_overview_counts_servers_by_state_per_pool(client, cluster):
-    response = client.get(reverse("dashboard:cluster-detail", args=[cluster.pk]))
+def test_overview_counts_servers_by_state_per_pool(viewer, cluster):
+    response = viewer.get(reverse("dashboard:cluster-detail", args=[cluster.pk]))
     assert response.status_code == 200
     pools = {p.name: p for p in response.context["pools"]}
     assert pools["training"].by_status["busy"] == 3
@@ -61,23 +61,31 @@ def test_overview_counts_servers_by_state_per_pool(client, cluster):
     assert pools["inference"].utilization == pytest.approx(2 / 5)  # the offline one excluded
     assert response.context["totals"]["on_loan"] == 2
     html = response.content.decode()
-    assert 'data-refresh-url="%s"' % reverse("dashboard:cluster-live", args=[cluster.pk]) in html
+    live_url = reverse("dashboard:cluster-live", args=[cluster.pk])
+    assert f'data-refresh-url="{live_url}"' in html
     figure = _figure(html, "server-states")
     assert [t["name"] for t in figure["data"]] == ["idle", "busy", "on loan", "reclaiming",
                                                    "offline"]
     assert "vendor/plotly.min.js" in html and "cdn" not in html.lower()
 
 
-def test_live_fragment_reflects_a_state_change(client, cluster):
+def test_live_fragment_reflects_a_state_change(viewer, cluster):
     url = reverse("dashboard:cluster-live", args=[cluster.pk])
     Server.objects.filter(pool__name="training").update(status=ServerStatus.IDLE)
-    response = client.get(url)
+    response = viewer.get(url)
     assert response.status_code == 200
     assert "<html" not in response.content.decode()
     pools = {p.name: p for p in response.context["pools"]}
     assert pools["training"].by_status["busy"] == 0
 
 
-def test_unknown_cluster_is_a_readable_404(client):
-    response = client.get(reverse("dashboard:cluster-detail", args=[999999]))
+def test_unknown_cluster_is_a_readable_404(viewer):
+    response = viewer.get(reverse("dashboard:cluster-detail", args=[999999]))
     assert response.status_code == 404
+
+
+def test_pages_ask_anonymous_visitors_to_sign_in(client):
+    response = client.get(reverse("dashboard:cluster-list"))
+    assert response.status_code == 302
+    assert response["Location"].startswith(reverse("dashboard:login"))
+    assert client.get(reverse("dashboard:login")).status_code == 200
