@@ -14,7 +14,11 @@ def test_load_demo_is_idempotent(caplog):
         call_command("load_demo")
         call_command("load_demo")
 
-    assert caplog.messages.count("no demo models yet") == 2
+    from planner.scenarios.models import Run, Scenario
+
+    assert caplog.messages.count("demo data already loaded") == 1
+    assert Scenario.objects.filter(slug="demo").count() == 1
+    assert Run.objects.filter(scenario__slug="demo").count() >= 3
 
 
 @pytest.mark.django_db

@@ -211,5 +211,11 @@ def marker_write(*, path: str) -> None:
 
 
 def demo_load() -> None:
-    """Load the demo clusters, workloads and runs; idempotent. Filled in by the planner apps."""
-    logger.info("no demo models yet")
+    """Load the demo clusters, workloads and runs; idempotent."""
+    from planner.scenarios.services import demo_load as scenario_demo_load
+
+    scenario = scenario_demo_load()
+    if scenario is None:
+        logger.info("demo data already loaded")
+    else:
+        logger.info("demo scenario %s created with %d run(s)", scenario.pk, scenario.runs.count())

@@ -649,3 +649,95 @@ def sweep_aggregate(*, sweep_id: int) -> Sweep:
         sweep.aggregate, sweep.status, sweep.finished_at = rows, SweepStatus.DONE, timezone.now()
         sweep.save(update_fields=["aggregate", "status", "finished_at"])
     return sweep
+
+
+# --- Demo and named scenarios ----------------------------------------------------------------
+
+DEMO_CLUSTER_SPEC = """\
+name: demo
+gpu_types: {V100: {speed: 1.0, memory_gb: 32}, T4: {speed: 0.25, memory_gb: 16}}
+pools:
+  - {name: training,  kind: training,  gpu_type: V100, servers: 16, gpus_per_server: 8}
+  - {name: inference, kind: inference, gpu_type: T4,   servers: 16, gpus_per_server: 8,
+     lending_limit: 12}
+"""
+DEMO_WORKLOAD = {"num_jobs": 300, "duration_days": 2, "elastic_fraction": 0.2,
+                 "gpu_sizes": [[1, 0.6], [2, 0.15], [4, 0.15], [8, 0.08], [16, 0.02]]}
+DEMO_POLICIES = ("fifo", "sjf", "tiresias", "aryl")
+DEMO_SLUG = "demo"
+
+
+@transaction.atomic
+def demo_load() -> Scenario | None:
+    """The demo cluster, workload, inference load and a what-if scenario, launched once.
+
+    Idempotent: returns None when the demo scenario exists. Compares FIFO, SJF, Tiresias and,
+    when it is registered, Aryl.
+    """
+    if Scenario.objects.filter(slug=DEMO_SLUG).exists():
+        return None
+    cluster = Cluster.objects.filter(name="demo").first() or cluster_create_from_spec(
+        spec_text=DEMO_CLUSTER_SPEC, source="demo")
+    workload = workload_create_from_generator(name="demo: 300 generated jobs",
+                                              spec=DEMO_WORKLOAD, seed=0)
+    load = inference_load_create_generated(name="demo: diurnal inference load",
+                                           params={"days": 4})
+    known = registry()
+    scenario = scenario_create(
+        name="Demo: FIFO vs SJF vs Tiresias (vs Aryl)", slug=DEMO_SLUG, cluster=cluster,
+        workload=workload, inference_load=load, seeds=[0],
+        policies=[name for name in DEMO_POLICIES if name in known],
+        description="16 x 8 V100 training and 16 x 8 T4 inference servers, 300 jobs.",
+    )
+    scenario_launch(scenario=scenario)
+    return scenario
+
+
+def _cluster_for_spec(*, data: dict[str, Any], source: str) -> Cluster:
+    """The stored cluster of that name when it has the same spec, else a new one."""
+    from planner.clusters.services import cluster_create, cluster_spec_dict
+    from simulation.workloads import cluster_spec_from_dict
+
+    spec = cluster_spec_from_dict(data, source)
+    existing = Cluster.objects.filter(name=spec.name).first()
+    if existing is not None:
+        if cluster_spec_dict(spec=cluster_to_spec(cluster=existing)) != cluster_spec_dict(
+                spec=spec):
+            raise InputError(f"a different cluster named '{spec.name}' exists", source=source,
+                             field="cluster.name")
+        return existing
+    return cluster_create(spec=spec, source=source)
+
+
+@transaction.atomic
+def named_scenarios_load() -> list[Scenario]:
+    """Aryl's named scenarios (simulation/scenarios/*.yaml) as one-click scenarios.
+
+    Idempotent by slug (the scenario's name). Settings the policy declares become its
+    parameters, the rest engine settings; the inference load is sized to the cluster, so the
+    file's `total_servers` is dropped. Nothing is launched: they are large (50,390 jobs).
+    """
+    from simulation.scenarios import load_named_scenarios
+
+    created = []
+    for name, named in load_named_scenarios().items():
+        if Scenario.objects.filter(slug=name).exists():
+            continue
+        cluster = _cluster_for_spec(data=named.cluster, source=named.source)
+        workload_row = (Workload.objects.filter(
+            content_sha256=sha256_json({"spec": named.workload, "seed": 0})).first()
+            or workload_create_from_generator(name=f"{name} workload", spec=named.workload))
+        load = None
+        if named.inference_load is not None:
+            params = {k: v for k, v in named.inference_load.items() if k != "total_servers"}
+            load = (InferenceLoadProfile.objects.filter(
+                kind=InferenceLoadKind.GENERATED, content_sha256=sha256_json(params)).first()
+                or inference_load_create_generated(name=f"{name} inference load",
+                                                   params=params))
+        params, engine = split_settings(named.policy, named.settings)
+        created.append(scenario_create(
+            name=name, slug=name, description=named.description, cluster=cluster,
+            workload=workload_row, inference_load=load, seeds=[0],
+            policies=[{"policy": named.policy, "params": params}], engine_settings=engine,
+        ))
+    return created

@@ -205,3 +205,15 @@ def test_sweep_refuses_a_bad_grid(grid, field):
 
     assert error.value.field == field
     assert not Run.objects.exists()
+
+
+def test_named_scenarios_are_created_once():
+    created = services.named_scenarios_load()
+
+    assert created and services.named_scenarios_load() == []
+    baseline = next(s for s in created if s.slug == "baseline")
+    assert baseline.policies == [{"policy": "fifo", "params": {}}]
+    assert baseline.cluster.name == "aryl-production"
+    loaning = [s for s in created if s.inference_load is not None]
+    assert loaning and all(s.cluster_id == baseline.cluster_id for s in created
+                           if s.cluster.name == "aryl-production")
