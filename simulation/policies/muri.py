@@ -1,0 +1,340 @@
+"""Muri-S and Muri-L: multi-resource interleaving with Blossom grouping (Muri SIGCOMM'22 §4).
+
+Every round (a 6-minute interval as in §5, and on arrivals and completions as Muri's own
+simulator does) the policy:
+
+1. orders running and queued jobs by priority — SRSF (remaining time × GPUs, `muri-s`) or
+   Tiresias' discretised 2D-LAS (`muri-l`, the same queue logic as `tiresias`);
+2. picks the first n jobs "that can be fully grouped and fully utilise the cluster"
+   (Algorithm 1, lines 1–7): walking the order with the cluster's GPUs as a budget, each job
+   that still fits takes its GPUs and claims itself plus the next k − 1 jobs of its bucket
+   (same GPU count), so at most k jobs can end up on each GPU set (Muri's simulator does
+   the same);
+3. groups them with `simulation.interleaving.multi_round_grouping` (Blossom matching,
+   ⌈log2 k⌉ rounds, buckets by GPU count and GPU-type/pool constraints). With
+   `grouping=demand` (default, as Muri's simulator) matched pairs merge only while the
+   selected jobs want more GPUs than the cluster has: grouping slows each member, so jobs
+   that fit alone run alone. `grouping=always` merges every matched pair as Algorithm 1 reads;
+4. keeps the groups that fit in priority order, re-uses the GPUs a group's best-ranked
+   running member already holds, places the others best-fit in descending GPU count (§5:
+   "avoids fragmentation"), preempts what no longer runs or moves (a restart, as Muri's
+   executor kills and restarts jobs), launches, and sets each member's share.
+
+**Rates.** Members of a group share one placement and each completes one iteration per group
+iteration, so a member runs at ``share = min(1, solo iteration time / T_group)`` where T_group
+is Eq. 3 under the chosen ordering on the *true* profile (times an optional per-size
+overhead, `group_overhead`). The ordering and the grouping use profiles with
+`profiling_noise`. A job alone gets share 1.
+
+Jobs with no profile (neither in the trace nor a model of the table in
+`simulation.interleaving`) and non-preemptible running jobs are never grouped.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Iterator
+
+import numpy as np
+
+from simulation.decisions import Decision, Launch, Placement, Preempt, SetShare
+from simulation.interleaving import (
+    Bucket,
+    GroupingConfig,
+    group_iteration_time,
+    iteration_time_for_shifts,
+    job_profile,
+    multi_round_grouping,
+    noisy_stages,
+    pad_stages,
+    solo_iteration_seconds,
+)
+from simulation.policies.base import Param, Policy, register
+from simulation.policies.ordering import pool_preference, training_capacity
+from simulation.policies.srtf import remaining_seconds
+from simulation.policies.tiresias import Tiresias
+from simulation.shared_placement import (
+    fit_placement,
+    physical_free,
+    placements_in_use,
+    share_changed,
+)
+from simulation.state import JobStatus
+from simulation.view import ClusterView, JobView
+
+BucketKey = tuple[int, int, str, str]
+
+
+def bucket_key(job: JobView) -> BucketKey:
+    """Jobs may share GPUs only with jobs of equal GPU count and placement constraints."""
+    spec = job.spec
+    return (spec.num_gpus, spec.gpus_per_worker, spec.gpu_type or "", spec.pool or "")
+
+
+class Muri(Policy):
+    """Shared mechanics of Muri-S and Muri-L; subclasses define `priority`."""
+
+    shares_gpus = True
+    interval = 360.0
+    event_driven = True
+    paper = "Muri SIGCOMM'22 §4 (Algorithm 1, Eqs. 1–4), §5, §6.4"
+    params: tuple[Param, ...] = (
+        Param("max_group_size", int, 4, "k: at most this many jobs share one GPU set"),
+        Param("resource_types", int, 4, "resource types interleaved (storage, CPU, GPU, net)"),
+        Param("profiling_noise", float, 0.0, "profiler error n: stages × U[1-n, 1+n] (Fig. 14)"),
+        Param("grouping", str, "demand", "merge only while demand exceeds the cluster, or "
+              "always", choices=("demand", "always")),
+        Param("ordering", str, "best", "stage ordering inside a group (Fig. 11 ablation)",
+              choices=("best", "worst")),
+        Param("group_overhead", str, "", "iteration-time factors for groups of 2,3,4 jobs"),
+        Param("weight_floor", float, 0.0, "edge needs γ > floor × group size / k"),
+        Param("exact_matching_limit", int, 64, "buckets up to this size match exactly"),
+        Param("sparse_degree", int, 2, "partners per class of similar jobs above the limit"),
+    )
+    max_group_size: int
+    resource_types: int
+    profiling_noise: float
+    grouping: str
+    ordering: str
+    group_overhead: str
+    weight_floor: float
+    exact_matching_limit: int
+    sparse_degree: int
+
+    def __init__(self, **values: object) -> None:
+        super().__init__(**values)
+        if not 1 <= self.max_group_size <= self.resource_types:
+            raise ValueError("max_group_size must lie between 1 and resource_types")
+        overhead = tuple(float(x) for x in str(self.group_overhead).split(",") if x.strip())
+        self.config = GroupingConfig(
+            max_group=self.max_group_size,
+            weight_floor=self.weight_floor,
+            overhead=overhead,
+            exact_limit=self.exact_matching_limit,
+            sparse_degree=self.sparse_degree,
+            worst_ordering=self.ordering == "worst",
+        )
+        self._noise_seed = self.rng.getrandbits(64)
+        self._profiles: dict[str, tuple[tuple[float, ...], tuple[float, ...], float] | None] = {}
+        self._plans: dict[object, list[list[list[int]]]] = {}
+        self._shares: dict[tuple[str, ...], dict[str, float]] = {}
+
+    def priority(self, view: ClusterView, job: JobView) -> tuple[float, ...]:
+        raise NotImplementedError
+
+    # -- profiles ----------------------------------------------------------------------------
+
+    def profile(self, job: JobView) -> tuple[tuple[float, ...], tuple[float, ...], float] | None:
+        """(true stages, believed stages, solo iteration time), padded; None = ungroupable."""
+        if job.job_id not in self._profiles:
+            profile = job_profile(job.spec)
+            if profile is None or len(profile.stage_seconds) > self.resource_types:
+                self._profiles[job.job_id] = None
+            else:
+                true = pad_stages(profile.stage_seconds, self.resource_types)
+                rng = random.Random(f"{self._noise_seed}:{job.job_id}")
+                believed = noisy_stages(true, self.profiling_noise, rng)
+                solo = solo_iteration_seconds(job.spec, profile)
+                self._profiles[job.job_id] = (true, believed, solo)
+        return self._profiles[job.job_id]
+
+    def group_share(self, members: list[JobView]) -> dict[str, float]:
+        """Each member's rate factor: solo iteration time over the group's true period."""
+        if len(members) == 1:
+            return {members[0].job_id: 1.0}
+        key = tuple(m.job_id for m in members)
+        cached = self._shares.get(key)
+        if cached is None:
+            if len(self._shares) >= 4096:
+                self._shares.clear()
+            cached = self._shares[key] = self._compute_shares(members)
+        return cached
+
+    def _compute_shares(self, members: list[JobView]) -> dict[str, float]:
+        profiles = [self.profile(m) for m in members]
+        believed = [p[1] for p in profiles if p is not None]
+        _, shifts = group_iteration_time(believed, worst=self.config.worst_ordering)
+        true = [p[0] for p in profiles if p is not None]
+        period = iteration_time_for_shifts(true, shifts) * self.config.overhead_for(len(members))
+        return {
+            m.job_id: min(1.0, p[2] / period) if period > 0 else 1.0
+            for m, p in zip(members, profiles, strict=True) if p is not None
+        }
+
+    # -- the round ---------------------------------------------------------------------------
+
+    def schedule(self, view: ClusterView) -> Iterator[Decision]:
+        if not view.queue and all(j.share >= 1.0 for j in view.running.values()):
+            return iter(())
+        return self._round(view)
+
+    def select(self, view: ClusterView, ordered: list[JobView], capacity: int) -> list[JobView]:
+        """Algorithm 1 lines 1–7: the first jobs that can fill the cluster in k-job groups."""
+        per_bucket: dict[BucketKey, list[JobView]] = {}
+        position: dict[str, int] = {}
+        for job in ordered:
+            members = per_bucket.setdefault(bucket_key(job), [])
+            position[job.job_id] = len(members)
+            members.append(job)
+        claimed: set[str] = set()
+        budget = capacity
+        for job in ordered:
+            if job.job_id in claimed or job.spec.num_gpus > budget:
+                continue
+            budget -= job.spec.num_gpus
+            claimed.add(job.job_id)
+            if self._groupable(job):
+                room = self.max_group_size - 1
+                for other in per_bucket[bucket_key(job)][position[job.job_id] + 1:]:
+                    if room == 0:
+                        break
+                    if other.job_id not in claimed and self._groupable(other):
+                        claimed.add(other.job_id)
+                        room -= 1
+            if budget <= 0:
+                break
+        return [job for job in ordered if job.job_id in claimed]
+
+    def _groupable(self, job: JobView) -> bool:
+        pinned = job.status == JobStatus.RUNNING and not job.spec.preemptible
+        return not pinned and self.profile(job) is not None
+
+    def plan_groups(self, view: ClusterView, selected: list[JobView], capacity: int
+                    ) -> list[list[JobView]]:
+        """Groups of selected jobs (best-ranked member first), in priority order.
+
+        The grouping depends only on which jobs are selected (inside a bucket jobs are
+        matched in submit order, so rank changes alone do not regroup them): a round with
+        the same selection as an earlier one re-uses its plan, which keeps groups stable
+        between rounds and spares the matching.
+        """
+        by_bucket: dict[BucketKey, list[JobView]] = {}
+        for job in sorted(selected, key=lambda j: (j.submit_time, j.job_id)):
+            by_bucket.setdefault(bucket_key(job), []).append(job)
+        keys = sorted(by_bucket)
+        demand = sum(job.spec.num_gpus for job in selected)
+        excess = math.inf if self.grouping == "always" else demand - capacity
+        cache_key = (excess, tuple(
+            (key, tuple((j.job_id, self._groupable(j)) for j in by_bucket[key])) for key in keys
+        ))
+        grouped = self._plans.get(cache_key)
+        if grouped is None:
+            grouped = multi_round_grouping(
+                [self._bucket(key, by_bucket[key]) for key in keys], self.config,
+                excess_gpus=excess,
+            )
+            if len(self._plans) >= 256:
+                self._plans.clear()
+            self._plans[cache_key] = grouped
+        rank = {job.job_id: i for i, job in enumerate(selected)}
+        groups = [
+            sorted((by_bucket[key][i] for i in members), key=lambda j: rank[j.job_id])
+            for key, bucket_groups in zip(keys, grouped, strict=True)
+            for members in bucket_groups
+        ]
+        groups.sort(key=lambda g: rank[g[0].job_id])
+        return groups
+
+    def _bucket(self, key: BucketKey, jobs: list[JobView]) -> Bucket:
+        rows = []
+        solo = []
+        for job in jobs:
+            profile = self.profile(job)
+            rows.append(profile[1] if profile else (0.0,) * self.resource_types)
+            solo.append(profile[2] if profile else 0.0)
+        return Bucket(
+            gpus=key[0],
+            stages=np.array(rows, dtype=float),
+            solo=np.array(solo, dtype=float),
+            ranks=list(range(len(jobs))),
+            groupable=[self._groupable(j) for j in jobs],
+        )
+
+    def _round(self, view: ClusterView) -> Iterator[Decision]:
+        jobs = [*view.running.values(), *view.queue.values()]
+        jobs.sort(key=lambda j: (
+            not (j.status == JobStatus.RUNNING and not j.spec.preemptible),
+            self.priority(view, j),
+        ))
+        capacity = training_capacity(view)
+        groups = self.plan_groups(view, self.select(view, jobs, capacity), capacity)
+
+        kept: list[list[JobView]] = []
+        budget = capacity
+        for group in groups:
+            gpus = group[0].spec.num_gpus
+            pinned = any(j.status == JobStatus.RUNNING and not j.spec.preemptible for j in group)
+            if gpus <= budget or pinned:
+                budget -= gpus
+                kept.append(group)
+
+        in_use = placements_in_use(view)
+        claimed: dict[int, Placement] = {}
+        taken: set[Placement] = set()
+        for index, group in enumerate(kept):
+            for job in group:
+                if (job.status == JobStatus.RUNNING and job.placement not in taken
+                        and job.gpus == job.spec.num_gpus):
+                    claimed[index] = job.placement
+                    taken.add(job.placement)
+                    break
+        free = physical_free(view, taken)
+        order = sorted(range(len(kept)), key=lambda i: -kept[i][0].spec.num_gpus)
+        for index in order:
+            if index in claimed:
+                continue
+            spec = kept[index][0].spec
+            placement = fit_placement(
+                view, free, spec.num_gpus, gpus_per_worker=spec.gpus_per_worker,
+                pools=pool_preference(view, spec),
+            )
+            if placement is not None:
+                claimed[index] = placement
+
+        target: dict[str, tuple[Placement, float]] = {}
+        for index, group in enumerate(kept):
+            if index in claimed:
+                for job_id, share in self.group_share(group).items():
+                    target[job_id] = (claimed[index], share)
+        for placement, job_ids in in_use.items():
+            for job_id in job_ids:
+                goal = target.get(job_id)
+                if goal is None or goal[0] != placement:
+                    if view.job(job_id).spec.preemptible:
+                        yield Preempt(job_id)
+        for job_id, (placement, share) in target.items():
+            job = view.job(job_id)
+            if job.status == JobStatus.QUEUED:
+                yield Launch(job_id, placement)
+            if share_changed(job, share):
+                yield SetShare(job_id, share)
+
+
+@register
+class MuriS(Muri):
+    name = "muri-s"
+    description = "Muri with SRSF priority (job durations known): interleaves jobs on GPUs."
+
+    def priority(self, view: ClusterView, job: JobView) -> tuple[float, ...]:
+        return (remaining_seconds(job) * job.spec.num_gpus, job.submit_time)
+
+
+@register
+class MuriL(Muri):
+    name = "muri-l"
+    description = "Muri with 2D-LAS priority (durations unknown): interleaves jobs on GPUs."
+    params = (
+        *Muri.params,
+        Param("thresholds", str, "500,10000", "2D-LAS queue boundaries in GPU-seconds"),
+        Param("promote_knob", float, 8.0, "promote when wait > knob × run time; 0 = off"),
+    )
+    thresholds: str
+    promote_knob: float
+
+    def __init__(self, **values: object) -> None:
+        super().__init__(**values)
+        self._las = Tiresias(thresholds=self.thresholds, promote_knob=self.promote_knob)
+
+    def priority(self, view: ClusterView, job: JobView) -> tuple[float, ...]:
+        return (self._las.queue_index(view, job), job.submit_time)
