@@ -2,25 +2,18 @@
 
 With `shares_gpus` the engine lets jobs over-commit servers, so its free-GPU index counts a
 GPU once per job. Sharing policies (Muri, AntMan) keep an invariant instead: jobs that share
-GPUs hold the *identical* placement, so a server's physically used GPUs are the sum over the
-distinct placements on it. These helpers compute that and fit new placements into what is
+GPUs hold the identical placement, and the policy knows which jobs form a group (slots name
+no GPU indices, so two groups may hold equal slot tuples), so a server's physically used GPUs
+are the sum over its groups' placements. These helpers fit new placements into what is
 physically free.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 
 from simulation.decisions import Placement, Slot
 from simulation.view import ClusterView, JobView
-
-
-def placements_in_use(view: ClusterView) -> dict[Placement, list[str]]:
-    """Distinct placements of running jobs -> the job ids on each, in run order."""
-    sharing: dict[Placement, list[str]] = {}
-    for job in view.running.values():
-        sharing.setdefault(job.placement, []).append(job.job_id)
-    return sharing
 
 
 def physical_free(view: ClusterView, occupied: Iterable[Placement]) -> dict[str, int]:
@@ -68,12 +61,3 @@ def fit_placement(
 
 def share_changed(job: JobView, share: float) -> bool:
     return abs(job.share - share) > 1e-9
-
-
-def gpus_by_server(placements: Mapping[Placement, object]) -> dict[str, int]:
-    """Physically used GPUs per server under the sharing invariant."""
-    used: dict[str, int] = {}
-    for placement in placements:
-        for slot in placement:
-            used[slot.server] = used.get(slot.server, 0) + slot.gpus
-    return used

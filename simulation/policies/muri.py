@@ -54,12 +54,7 @@ from simulation.policies.base import Param, Policy, register
 from simulation.policies.ordering import pool_preference, training_capacity
 from simulation.policies.srtf import remaining_seconds
 from simulation.policies.tiresias import Tiresias
-from simulation.shared_placement import (
-    fit_placement,
-    physical_free,
-    placements_in_use,
-    share_changed,
-)
+from simulation.shared_placement import fit_placement, physical_free, share_changed
 from simulation.state import JobStatus
 from simulation.view import ClusterView, JobView
 
@@ -119,6 +114,8 @@ class Muri(Policy):
         self._profiles: dict[str, tuple[tuple[float, ...], tuple[float, ...], float] | None] = {}
         self._plans: dict[object, list[list[list[int]]]] = {}
         self._shares: dict[tuple[str, ...], dict[str, float]] = {}
+        self._group_of: dict[str, int] = {}  # running job -> token of the group it runs in
+        self._next_token = 0
 
     def priority(self, view: ClusterView, job: JobView) -> tuple[float, ...]:
         raise NotImplementedError
@@ -269,17 +266,21 @@ class Muri(Policy):
                 budget -= gpus
                 kept.append(group)
 
-        in_use = placements_in_use(view)
-        claimed: dict[int, Placement] = {}
-        taken: set[Placement] = set()
+        # Two groups may hold identical slot tuples on one server (slots name no GPU
+        # indices), so a group is its placement plus the token this policy gave it.
+        in_use: dict[tuple[Placement, int], list[str]] = {}
+        for job in view.running.values():
+            token = self._group_of.get(job.job_id, -1)
+            in_use.setdefault((job.placement, token), []).append(job.job_id)
+        claimed: dict[int, tuple[Placement, int]] = {}
         for index, group in enumerate(kept):
             for job in group:
-                if (job.status == JobStatus.RUNNING and job.placement not in taken
+                slot = (job.placement, self._group_of.get(job.job_id, -1))
+                if (job.status == JobStatus.RUNNING and slot not in claimed.values()
                         and job.gpus == job.spec.num_gpus):
-                    claimed[index] = job.placement
-                    taken.add(job.placement)
+                    claimed[index] = slot
                     break
-        free = physical_free(view, taken)
+        free = physical_free(view, [placement for placement, _ in claimed.values()])
         order = sorted(range(len(kept)), key=lambda i: -kept[i][0].spec.num_gpus)
         for index in order:
             if index in claimed:
@@ -290,25 +291,30 @@ class Muri(Policy):
                 pools=pool_preference(view, spec),
             )
             if placement is not None:
-                claimed[index] = placement
+                self._next_token += 1
+                claimed[index] = (placement, self._next_token)
 
-        target: dict[str, tuple[Placement, float]] = {}
+        target: dict[str, tuple[tuple[Placement, int], float]] = {}
         for index, group in enumerate(kept):
             if index in claimed:
                 for job_id, share in self.group_share(group).items():
                     target[job_id] = (claimed[index], share)
-        for placement, job_ids in in_use.items():
+        for slot, job_ids in in_use.items():
             for job_id in job_ids:
                 goal = target.get(job_id)
-                if goal is None or goal[0] != placement:
+                if goal is None or goal[0] != slot:
                     if view.job(job_id).spec.preemptible:
+                        self._group_of.pop(job_id, None)
                         yield Preempt(job_id)
-        for job_id, (placement, share) in target.items():
+        for job_id, ((placement, token), share) in target.items():
             job = view.job(job_id)
+            self._group_of[job_id] = token
             if job.status == JobStatus.QUEUED:
                 yield Launch(job_id, placement)
             if share_changed(job, share):
                 yield SetShare(job_id, share)
+        for job_id in [j for j in self._group_of if view.job(j).status == JobStatus.DONE]:
+            del self._group_of[job_id]
 
 
 @register

@@ -1,0 +1,188 @@
+"""Muri (SIGCOMM'22): γ and ordering from the paper's figures, Blossom grouping, the policies."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from simulation.decisions import Slot
+from simulation.engine import EngineConfig, Simulation
+from simulation.interleaving import (
+    Bucket,
+    GroupingConfig,
+    group_iteration_time,
+    interleaving_efficiency,
+    model_profile,
+    multi_round_grouping,
+    pad_stages,
+)
+from simulation.model import (
+    ClusterSpec,
+    GpuType,
+    JobSpec,
+    PoolKind,
+    PoolSpec,
+    ResourceProfile,
+    Workload,
+)
+from simulation.policies.base import create_policy
+from simulation.runner import run_simulation
+
+# Figure 4: two resources (CPU, GPU). A and C are CPU-heavy, B and D GPU-heavy (fusing A and C
+# gives "4 units of CPU, then 2 of GPU", §4.1).
+FIG4 = {"A": (2.0, 1.0), "B": (1.0, 2.0), "C": (2.0, 1.0), "D": (1.0, 2.0)}
+
+
+def test_figure4_interleaving_efficiency():
+    assert interleaving_efficiency([FIG4["A"], FIG4["B"]]) == pytest.approx(1.0)
+    assert interleaving_efficiency([FIG4["A"], FIG4["C"]]) == pytest.approx(0.75)
+
+
+def test_figure4_grouping_pairs_each_cpu_job_with_a_gpu_job():
+    names = sorted(FIG4)
+    bucket = Bucket(1, np.array([FIG4[n] for n in names]), np.full(4, 3.0), [0, 1, 2, 3],
+                    [True] * 4)
+    (groups,) = multi_round_grouping([bucket], GroupingConfig(max_group=2))
+    plan = {frozenset(names[i] for i in g) for g in groups}
+    weight = sum(interleaving_efficiency([FIG4[n] for n in g]) for g in plan)
+    # Plan 1 ({A,B},{C,D}) weighs 2; plan 2 ({A,C},{B,D}) 1.5. {A,D},{B,C} ties with plan 1.
+    assert weight == pytest.approx(2.0)
+    assert all({FIG4[n] for n in g} == {(2.0, 1.0), (1.0, 2.0)} for g in plan)
+    assert frozenset({"A", "C"}) not in plan
+
+
+def test_figure6_best_ordering_overlaps_perfectly():
+    # Four types (storage, CPU, GPU, network): A spends 2 units on CPU, B 2 on GPU.
+    a, b = (1.0, 2.0, 1.0, 1.0), (1.0, 1.0, 2.0, 1.0)
+    best, shifts = group_iteration_time([a, b])
+    worst, _ = group_iteration_time([a, b], worst=True)
+    assert best == 5.0 and shifts == (0, 1)  # B one stage ahead: A's CPU meets B's GPU
+    assert worst == 6.0
+    assert interleaving_efficiency([a, b]) == pytest.approx(10 / 20)
+
+
+def test_eq3_with_four_jobs_on_four_resources_is_perfect_for_complementary_jobs():
+    jobs = [tuple(3.0 if i == j else 1.0 for i in range(4)) for j in range(4)]
+    period, _ = group_iteration_time(jobs)
+    assert period == pytest.approx(6.0)  # all heavy stages in one phase, on distinct types
+    assert interleaving_efficiency(jobs) == pytest.approx(1.0)
+
+
+def test_model_table_follows_table1():
+    shufflenet = model_profile("shufflenet_v2_x1_0", 16).stage_seconds
+    assert shufflenet[0] == pytest.approx(0.60 * 1.006)
+    assert model_profile("a2c", 1).stage_seconds[3] == 0.0  # no sync on one GPU
+    assert model_profile("unknown-model", 1) is None
+    assert pad_stages((1.0, 2.0, 3.0), 4) == (1.0, 2.0, 3.0, 0.0)
+
+
+def test_grouping_never_mixes_gpu_counts_and_respects_k():
+    rng = np.random.default_rng(0)
+    buckets = [
+        Bucket(g, rng.uniform(0.01, 1.0, size=(12, 4)), np.full(12, 10.0), list(range(12)),
+               [True] * 12)
+        for g in (1, 2)
+    ]
+    grouped = multi_round_grouping(buckets, GroupingConfig(max_group=3))
+    for groups in grouped:
+        assert sorted(i for g in groups for i in g) == list(range(12))
+        assert all(len(g) <= 3 for g in groups)
+
+
+def _cluster(servers: int = 1, gpus: int = 4) -> ClusterSpec:
+    return ClusterSpec("c", {"V100": GpuType("V100")},
+                       (PoolSpec("train", PoolKind.TRAINING, "V100", servers, gpus),))
+
+
+def _job(i: int, stages: tuple[float, ...], duration: float = 3600.0, gpus: int = 1,
+         submit: float = 0.0) -> JobSpec:
+    iteration = sum(stages)
+    return JobSpec(f"j{i}", submit, gpus, duration, model="custom",
+                   iterations=int(duration / iteration),
+                   profile=ResourceProfile(stages))
+
+
+def _interleavable(n: int) -> Workload:
+    """Alternating IO-bound and GPU-bound single-GPU jobs."""
+    io, gpu = (0.9, 0.05, 0.05), (0.05, 0.9, 0.05)
+    return Workload(tuple(_job(i, io if i % 2 else gpu, duration=3600.0 + 60 * i)
+                          for i in range(n)))
+
+
+def _physical_usage_ok(sim: Simulation) -> bool:
+    used: dict[str, int] = {}
+    groups = {(job.placement, sim.policy._group_of[job.job_id])
+              for job in sim.state.running.values()}
+    for placement, _ in groups:
+        for slot in placement:
+            used[slot.server] = used.get(slot.server, 0) + slot.gpus
+    return all(used[s] <= sim.state.servers[s].gpus for s in used)
+
+
+def test_muri_groups_jobs_and_sets_honest_shares():
+    sim = Simulation(_cluster(1, 2), _interleavable(4), create_policy("muri-s"),
+                     config=EngineConfig(max_time=1.0))
+    sim.run()
+    running = sim.state.running
+    assert len(running) == 4  # 4 jobs on 2 GPUs: two interleaved pairs
+    assert all(0.0 < job.share < 1.0 for job in running.values())
+    policy = sim.policy
+    groups: dict[int, list[str]] = {}
+    for job_id in running:
+        groups.setdefault(policy._group_of[job_id], []).append(job_id)
+    assert len(groups) == 2
+    for members in groups.values():
+        profiles = {running[j].spec.profile for j in members}
+        assert len(members) == 2 and len(profiles) == 2  # IO-bound with GPU-bound
+
+
+def test_muri_s_beats_srsf_on_an_interleavable_workload():
+    workload = _interleavable(8)
+    srsf = run_simulation(_cluster(1, 2), workload, "srsf").summary
+    muri = run_simulation(_cluster(1, 2), workload, "muri-s").summary
+    assert muri["jct"]["mean"] < srsf["jct"]["mean"]
+    assert muri["makespan"] < srsf["makespan"]
+
+
+def test_muri_runs_alone_when_the_cluster_has_room():
+    sim = Simulation(_cluster(1, 4), _interleavable(3), create_policy("muri-l"),
+                     config=EngineConfig(max_time=1.0))
+    sim.run()
+    assert len(sim.state.running) == 3
+    assert all(job.share == 1.0 for job in sim.state.running.values())
+
+
+def test_multi_gpu_jobs_share_whole_placements_end_to_end():
+    io, gpu = (0.9, 0.05, 0.05), (0.05, 0.9, 0.05)
+    jobs = [_job(i, io if i % 2 else gpu, gpus=4 if i < 4 else 1, submit=float(i))
+            for i in range(8)]
+    sim = Simulation(_cluster(2, 4), Workload(tuple(jobs)), create_policy("muri-s"),
+                     config=EngineConfig(max_time=10.0))
+    sim.run()
+    assert _physical_usage_ok(sim)
+    for job in sim.state.running.values():
+        sharing = [o for o in sim.state.running.values() if o.placement == job.placement]
+        assert {o.spec.num_gpus for o in sharing} == {job.spec.num_gpus}
+    result = Simulation(_cluster(2, 4), Workload(tuple(jobs)), create_policy("muri-s")).run()
+    assert all(row["end"] is not None for row in result.jobs)
+
+
+def test_muri_is_deterministic_with_noise():
+    workload = _interleavable(10)
+    runs = [run_simulation(_cluster(1, 2), workload, "muri-l",
+                           settings={"profiling_noise": 0.5}, seed=3).summary
+            for _ in range(2)]
+    for run in runs:
+        run.pop("wall_seconds")
+        run.pop("events_per_second", None)
+    assert runs[0] == runs[1]
+
+
+def test_four_complementary_jobs_share_one_gpu():
+    stages = [tuple(0.9 if i == j else 0.03 for i in range(4)) for j in range(4)]
+    jobs = tuple(_job(i, stages[i % 4]) for i in range(4))
+    sim = Simulation(_cluster(1, 1), Workload(jobs), create_policy("muri-s"),
+                     config=EngineConfig(max_time=1.0))
+    sim.run()
+    assert len(sim.state.running) == 4
+    assert {job.placement for job in sim.state.running.values()} == {(Slot("train-1", 1),)}
