@@ -102,6 +102,7 @@ INSTALLED_APPS = [
     "planner.clusters",
     "planner.scenarios",
     "planner.dashboard",
+    "planner.live",
 ]
 
 MIDDLEWARE = [
@@ -213,6 +214,10 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    "ENUM_NAME_OVERRIDES": {
+        "PoolKindEnum": "planner.clusters.models.PoolKind",
+        "DecisionKindEnum": "planner.live.models.DecisionKind",
+    },
 }
 
 
@@ -270,6 +275,16 @@ PLANNER_RUN_HEARTBEAT_SECONDS = env_float("PLANNER_RUN_HEARTBEAT_SECONDS", 10.0)
 PLANNER_RUN_STALE_SECONDS = env_float("PLANNER_RUN_STALE_SECONDS", 300.0)
 PLANNER_RUN_MAX_ATTEMPTS = env_int("PLANNER_RUN_MAX_ATTEMPTS", 3)
 PLANNER_SWEEP_MAX_RUNS = env_int("PLANNER_SWEEP_MAX_RUNS", 500)
+
+
+# --- Live decision API ----------------------------------------------------------------------
+# DRF scoped throttle rates per user (planner.live.permissions.LiveThrottle), e.g. "600/min";
+# an empty value turns a scope's throttle off.
+
+PLANNER_LIVE_THROTTLE_RATES = {
+    "live-read": env_str("PLANNER_THROTTLE_READ", "1200/min") or None,
+    "live-decide": env_str("PLANNER_THROTTLE_DECIDE", "600/min") or None,
+}
 
 
 # --- Health checks ---------------------------------------------------------------------------

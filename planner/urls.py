@@ -9,6 +9,7 @@ urlpatterns = [
     path("", include("planner.dashboard.urls")),
     path("api/v1/", include("planner.core.api_urls")),
     path("api/v1/", include("planner.scenarios.api_urls")),
+    path("api/v1/", include("planner.live.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
     path("admin/", admin.site.urls),

@@ -1,4 +1,4 @@
-"""`python -m simulation run|policies|compare` (DESIGN.md, CLI).
+"""`python -m simulation run|policies|compare|decide` (DESIGN.md, CLI).
 
 User errors (a malformed trace, spec or setting) exit with code 2 and one line naming the
 file, line and field; a policy that makes an invalid decision is a bug and exits with 1.
@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import argparse
 import csv
+import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from simulation.decide import DECIDERS
 from simulation.engine import EngineConfig
 from simulation.errors import InputError, InvalidDecision
 from simulation.metrics import RunResult
@@ -115,6 +117,21 @@ def cmd_policies(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_decide(args: argparse.Namespace) -> int:
+    """One live decision on the REST API's request body; the answer as JSON on stdout."""
+    text = Path(args.input).read_text()
+    try:
+        request = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(exc.msg, source=args.input, line=exc.lineno) from None
+    try:
+        answer = DECIDERS[args.kind](request)
+    except InputError as exc:
+        raise InputError(exc.message, source=args.input, field=exc.field) from None
+    print(json.dumps(answer, indent=2))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m simulation",
                                      description="GPU cluster scheduling simulator")
@@ -142,6 +159,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     policies = sub.add_parser("policies", help="list policies and their parameters")
     policies.set_defaults(func=cmd_policies)
+
+    decide = sub.add_parser("decide", help="one live decision on a cluster state snapshot")
+    decide.add_argument("kind", choices=sorted(DECIDERS))
+    decide.add_argument("--input", required=True, help="request JSON, as the REST API takes")
+    decide.set_defaults(func=cmd_decide)
     return parser
 
 

@@ -1,0 +1,109 @@
+"""Reads of live jobs and decisions, and the snapshot a stateful decision starts from.
+
+The dashboard uses `job_list` and `decision_list`; the decision services use
+`cluster_snapshot`, which writes the database's live state in DESIGN.md's snapshot JSON so
+the stateful and stateless forms run the very same `simulation.decide` code.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import Prefetch, QuerySet
+from django.utils import timezone
+
+from planner.clusters.models import Cluster, Pool, Server, ServerStatus
+from planner.live.models import ACTIVE_STATUSES, Decision, Job, JobStatus, Placement
+
+ON_LOAN_STATUSES = (ServerStatus.ON_LOAN, ServerStatus.RECLAIMING)
+
+
+def job_list(*, cluster: Cluster | None = None, status: str | None = None,
+             active: bool | None = None) -> QuerySet[Job]:
+    """Live jobs in submit order with their placements (and servers) prefetched."""
+    jobs = Job.objects.select_related("cluster").prefetch_related(
+        Prefetch("placements", queryset=Placement.objects.select_related("server"))
+    )
+    if cluster is not None:
+        jobs = jobs.filter(cluster=cluster)
+    if status is not None:
+        jobs = jobs.filter(status=status)
+    if active is not None:
+        jobs = jobs.filter(status__in=ACTIVE_STATUSES) if active else \
+            jobs.exclude(status__in=ACTIVE_STATUSES)
+    return jobs.order_by("submitted_at", "id")
+
+
+def job_get(*, job_id: int) -> Job:
+    return job_list().get(pk=job_id)
+
+
+def decision_list(*, cluster: Cluster | None = None, kind: str | None = None,
+                  stateful: bool | None = None) -> QuerySet[Decision]:
+    """Logged decisions, newest first."""
+    decisions = Decision.objects.select_related("cluster", "actor")
+    if cluster is not None:
+        decisions = decisions.filter(cluster=cluster)
+    if kind is not None:
+        decisions = decisions.filter(kind=kind)
+    if stateful is not None:
+        decisions = decisions.filter(stateful=stateful)
+    return decisions.order_by("-created_at", "-id")
+
+
+def job_hosts(*, job: Job) -> list[tuple[str, int]]:
+    """(hostname, slots) per server a job runs on: Horovod's host discovery lines."""
+    hosts: dict[str, int] = {}
+    for placement in job.placements.all():
+        hosts[placement.server.name] = hosts.get(placement.server.name, 0) + placement.gpus
+    return sorted(hosts.items())
+
+
+def cluster_snapshot(*, cluster: Cluster) -> dict[str, Any]:
+    """The cluster's live state as DESIGN.md's snapshot: online servers in pool order, then
+    queued and running jobs with their placements. Times are seconds since the cluster was
+    created, so FIFO-like policies see the true submit order."""
+    origin = cluster.created_at
+    pools = list(Pool.objects.filter(cluster=cluster).select_related("gpu_type").order_by("id"))
+    servers = []
+    server_rows = Server.objects.filter(pool__cluster=cluster).exclude(
+        status=ServerStatus.OFFLINE).order_by("pool_id", "id").values_list(
+        "pool_id", "name", "status")
+    by_id = {pool.id: pool for pool in pools}
+    for pool_id, name, status in server_rows:
+        pool = by_id[pool_id]
+        servers.append({"id": name, "pool": pool.name, "kind": pool.kind,
+                        "gpus": pool.gpus_per_server, "gpu_type": pool.gpu_type.name,
+                        "on_loan": status in ON_LOAN_STATUSES})
+    slots: dict[int, list[dict[str, Any]]] = {}
+    for job_id, server, gpus, flexible in Placement.objects.filter(
+            job__cluster=cluster, job__status=JobStatus.RUNNING).order_by(
+            "job_id", "id").values_list("job_id", "server__name", "gpus", "flexible"):
+        slots.setdefault(job_id, []).append({"server": server, "gpus": gpus,
+                                             "flexible": flexible})
+    jobs = []
+    for job in Job.objects.filter(cluster=cluster, status__in=ACTIVE_STATUSES).order_by(
+            "submitted_at", "id"):
+        entry: dict[str, Any] = {
+            "id": job.name, "status": job.status, "gpus_per_worker": job.gpus_per_worker,
+            "min_workers": job.min_workers, "max_workers": job.max_workers,
+            "num_gpus": job.num_gpus, "duration": job.duration_seconds,
+            "remaining_seconds": job.remaining_seconds, "model": job.model,
+            "preemptible": job.preemptible, "priority": job.priority,
+            "submit_time": round((job.submitted_at - origin).total_seconds(), 3),
+            "placement": slots.get(job.id, []) if job.status == JobStatus.RUNNING else [],
+        }
+        if job.gpu_type:
+            entry["gpu_type"] = job.gpu_type
+        jobs.append(entry)
+    now = round((timezone.now() - origin).total_seconds(), 3)
+    return {
+        "now": max([now] + [job["submit_time"] for job in jobs]),
+        "gpu_types": {pool.gpu_type.name: {"speed": pool.gpu_type.speed,
+                                           "memory_gb": pool.gpu_type.memory_gb}
+                      for pool in pools},
+        "pools": [{"name": pool.name, "kind": pool.kind, "lending_limit": pool.lending_limit}
+                  for pool in pools],
+        "servers": servers,
+        "jobs": jobs,
+    }

@@ -1,0 +1,253 @@
+"""Request and answer shapes of the live API, for validation of job writes and for an
+OpenAPI schema that describes each decision exactly. Decision bodies are validated by
+`simulation.decide` itself (one validator, JSON-path field names); the serializers here only
+document them."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from planner.clusters.models import Cluster, Pool, PoolKind, Server
+from planner.live.models import Decision, Job, JobStatus
+
+MAX_GPUS = 100_000
+MAX_SECONDS = 1e9
+
+
+# --- resources -------------------------------------------------------------------------------
+
+
+class ClusterSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Cluster
+        fields = ["id", "name", "description", "created_at", "updated_at"]
+
+
+class PoolSerializer(serializers.ModelSerializer):
+    gpu_type = serializers.CharField(source="gpu_type.name")
+
+    class Meta:
+        model = Pool
+        fields = ["id", "cluster", "name", "kind", "gpu_type", "gpus_per_server",
+                  "nominal_quota", "borrowing_limit", "lending_limit"]
+
+
+class ServerSerializer(serializers.ModelSerializer):
+    pool_name = serializers.CharField(source="pool.name")
+    cluster = serializers.IntegerField(source="pool.cluster_id")
+
+    class Meta:
+        model = Server
+        fields = ["id", "cluster", "pool", "pool_name", "name", "status", "updated_at"]
+
+
+class SlotSerializer(serializers.Serializer):
+    server = serializers.CharField(help_text="server id (host name)")
+    gpus = serializers.IntegerField(min_value=1)
+    flexible = serializers.BooleanField(default=False,
+                                        help_text="workers beyond the elastic minimum")
+
+
+class JobSerializer(serializers.ModelSerializer):
+    placement = serializers.SerializerMethodField()
+    workers = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Job
+        fields = ["id", "cluster", "name", "status", "model", "gpus_per_worker", "min_workers",
+                  "max_workers", "num_gpus", "workers", "gpu_type", "preemptible", "priority",
+                  "duration_seconds", "remaining_seconds", "progress", "preemptions",
+                  "placement", "submitted_at", "started_at", "finished_at", "updated_at"]
+
+    @extend_schema_field(SlotSerializer(many=True))
+    def get_placement(self, job: Job) -> list[dict]:
+        return [{"server": p.server.name, "gpus": p.gpus, "flexible": p.flexible}
+                for p in job.placements.all()]
+
+    def get_workers(self, job: Job) -> int:
+        return sum(p.gpus for p in job.placements.all()) // job.gpus_per_worker
+
+
+class JobSubmitSerializer(serializers.Serializer):
+    cluster = serializers.PrimaryKeyRelatedField(queryset=Cluster.objects.all())
+    name = serializers.RegexField(r"^[A-Za-z0-9][A-Za-z0-9._:@/-]*$", max_length=100,
+                                  help_text="the client's job id, unique in the cluster")
+    num_gpus = serializers.IntegerField(min_value=1, max_value=MAX_GPUS,
+                                        help_text="GPUs requested; duration is measured at it")
+    duration_seconds = serializers.FloatField(min_value=0, max_value=MAX_SECONDS)
+    remaining_seconds = serializers.FloatField(min_value=0, max_value=MAX_SECONDS,
+                                               required=False)
+    gpus_per_worker = serializers.IntegerField(min_value=1, max_value=1024, default=1)
+    min_workers = serializers.IntegerField(min_value=1, max_value=MAX_GPUS, required=False,
+                                           help_text="elastic minimum; default: requested")
+    max_workers = serializers.IntegerField(min_value=1, max_value=MAX_GPUS, required=False,
+                                           help_text="elastic maximum; default: requested")
+    model = serializers.CharField(max_length=100, default="generic")
+    gpu_type = serializers.CharField(max_length=40, default="", allow_blank=True)
+    preemptible = serializers.BooleanField(default=True)
+    priority = serializers.IntegerField(min_value=-1_000_000, max_value=1_000_000, default=0)
+
+
+class JobReportSerializer(serializers.Serializer):
+    remaining_seconds = serializers.FloatField(min_value=0, max_value=MAX_SECONDS,
+                                               required=False)
+    progress = serializers.FloatField(min_value=0, max_value=1, required=False)
+    finished = serializers.BooleanField(default=False)
+
+
+class DecisionSerializer(serializers.ModelSerializer):
+    actor = serializers.CharField(source="actor.username", default=None, allow_null=True)
+
+    class Meta:
+        model = Decision
+        fields = ["id", "cluster", "kind", "stateful", "actor", "response", "created_at"]
+
+
+class DecisionDetailSerializer(DecisionSerializer):
+    class Meta(DecisionSerializer.Meta):
+        fields = [*DecisionSerializer.Meta.fields, "request"]
+
+
+class ReplaySerializer(serializers.Serializer):
+    decision = serializers.IntegerField()
+    same = serializers.BooleanField(help_text="the recomputed answer equals the logged one")
+    response = serializers.JSONField()
+
+
+# --- decision requests (documentation) -------------------------------------------------------
+
+
+class SnapshotServerSerializer(serializers.Serializer):
+    id = serializers.CharField()
+    pool = serializers.CharField()
+    gpus = serializers.IntegerField(min_value=1, max_value=1024)
+    gpu_type = serializers.CharField(default="V100")
+    on_loan = serializers.BooleanField(default=False)
+    kind = serializers.ChoiceField(choices=PoolKind.choices, required=False)
+
+
+class SnapshotJobSerializer(serializers.Serializer):
+    id = serializers.CharField()
+    status = serializers.ChoiceField(choices=[JobStatus.QUEUED, JobStatus.RUNNING],
+                                     default=JobStatus.QUEUED)
+    gpus_per_worker = serializers.IntegerField(min_value=1, default=1)
+    min_workers = serializers.IntegerField(min_value=1, required=False)
+    max_workers = serializers.IntegerField(min_value=1, required=False)
+    num_gpus = serializers.IntegerField(min_value=1, required=False)
+    remaining_seconds = serializers.FloatField(min_value=0)
+    duration = serializers.FloatField(min_value=0, required=False)
+    submit_time = serializers.FloatField(min_value=0, required=False)
+    model = serializers.CharField(required=False)
+    gpu_type = serializers.CharField(required=False)
+    preemptible = serializers.BooleanField(default=True)
+    priority = serializers.IntegerField(default=0)
+    placement = SlotSerializer(many=True, required=False)
+
+
+class SnapshotPoolSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    kind = serializers.ChoiceField(choices=PoolKind.choices, required=False)
+    lending_limit = serializers.IntegerField(min_value=0, required=False, allow_null=True)
+
+
+class GpuTypeSpeedSerializer(serializers.Serializer):
+    speed = serializers.FloatField(default=1.0)
+    memory_gb = serializers.FloatField(default=32.0)
+
+
+class SnapshotSerializer(serializers.Serializer):
+    now = serializers.FloatField(min_value=0, required=False)
+    gpu_types = serializers.DictField(child=GpuTypeSpeedSerializer(), required=False)
+    pools = SnapshotPoolSerializer(many=True, required=False)
+    servers = SnapshotServerSerializer(many=True)
+    jobs = SnapshotJobSerializer(many=True, required=False)
+
+
+class LoanRequestSerializer(serializers.Serializer):
+    servers = serializers.ListField(child=serializers.CharField(), required=False,
+                                    help_text="inference servers offered, by id")
+    count = serializers.IntegerField(min_value=1, required=False,
+                                     help_text="or: this many idle inference servers")
+    pool = serializers.CharField(required=False)
+
+
+class ReclaimRequestSerializer(serializers.Serializer):
+    count = serializers.IntegerField(min_value=1)
+    strategy = serializers.CharField(default="aryl",
+                                     help_text="a registered reclaim strategy (aryl, scf, ...)")
+    seed = serializers.IntegerField(min_value=0, default=0)
+    grace_period_seconds = serializers.FloatField(min_value=0, default=30.0)
+
+
+class ScheduleRequestSerializer(serializers.Serializer):
+    policy = serializers.CharField(help_text="a registered scheduling policy")
+    params = serializers.DictField(required=False, help_text="the policy's parameters")
+    seed = serializers.IntegerField(min_value=0, default=0)
+    grace_period_seconds = serializers.FloatField(min_value=0, default=30.0)
+
+
+class StatelessLoanRequestSerializer(LoanRequestSerializer):
+    state = SnapshotSerializer()
+
+
+class StatelessReclaimRequestSerializer(ReclaimRequestSerializer):
+    state = SnapshotSerializer()
+
+
+class StatelessScheduleRequestSerializer(ScheduleRequestSerializer):
+    state = SnapshotSerializer()
+    queue = SnapshotJobSerializer(many=True, required=False, help_text="waiting jobs")
+
+
+# --- decision answers ------------------------------------------------------------------------
+
+
+class HostSlotsSerializer(serializers.Serializer):
+    host = serializers.CharField()
+    slots = serializers.IntegerField(help_text="GPUs (worker processes) joining or leaving")
+
+
+class ScaleDecisionSerializer(serializers.Serializer):
+    job = serializers.CharField()
+    workers = serializers.IntegerField(help_text="workers added or removed")
+    from_workers = serializers.IntegerField()
+    target_workers = serializers.IntegerField(help_text="within [min_workers, max_workers]")
+    min_workers = serializers.IntegerField()
+    max_workers = serializers.IntegerField()
+    join_hosts = HostSlotsSerializer(many=True)
+    leave_hosts = HostSlotsSerializer(many=True)
+    placement = SlotSerializer(many=True, help_text="the job's whole placement afterwards")
+    grace_period_seconds = serializers.FloatField(help_text="before a leaving host goes")
+
+
+class LaunchSerializer(serializers.Serializer):
+    job = serializers.CharField()
+    workers = serializers.IntegerField()
+    placement = SlotSerializer(many=True)
+
+
+class MigrateSerializer(serializers.Serializer):
+    job = serializers.CharField()
+    placement = SlotSerializer(many=True)
+
+
+class LoanAnswerSerializer(serializers.Serializer):
+    servers = serializers.ListField(child=serializers.CharField())
+
+
+class ReclaimAnswerSerializer(serializers.Serializer):
+    strategy = serializers.CharField()
+    servers = serializers.ListField(child=serializers.CharField())
+    preempted_jobs = serializers.ListField(child=serializers.CharField())
+    scaled_in = ScaleDecisionSerializer(many=True)
+    collateral_gpus = serializers.IntegerField()
+
+
+class ScheduleAnswerSerializer(serializers.Serializer):
+    policy = serializers.CharField()
+    launch = LaunchSerializer(many=True)
+    scale_out = ScaleDecisionSerializer(many=True)
+    scale_in = ScaleDecisionSerializer(many=True)
+    preempt = serializers.ListField(child=serializers.CharField())
+    migrate = MigrateSerializer(many=True)

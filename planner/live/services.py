@@ -1,0 +1,259 @@
+"""Writes of live state: jobs, stateful and stateless decisions, replays, idempotent POSTs.
+
+Every write to a cluster's live state first locks that cluster's row (`select_for_update`),
+always before anything else, so concurrent reclaim, schedule and job requests on one
+cluster run one after another on the same, current state: none can assign a GPU another
+has just taken or lose a job another has just moved. The answer is computed by
+`simulation.decide` on the snapshot read under the lock and applied in the same
+transaction, so it is all or nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import IntegrityError, transaction
+from django.db.models import Count, Exists, F, OuterRef, Q, Sum
+from django.utils import timezone
+
+from planner.clusters.models import Cluster, PoolKind, Server, ServerStatus
+from planner.live.models import (
+    ACTIVE_STATUSES,
+    Decision,
+    DecisionKind,
+    IdempotencyRecord,
+    Job,
+    JobStatus,
+    Placement,
+)
+from planner.live.selectors import cluster_snapshot
+from simulation.decide import DECIDERS
+from simulation.errors import InputError
+
+
+class IdempotencyConflict(Exception):
+    """The key was used before with a different request."""
+
+
+def _cluster_lock(*, cluster_id: int) -> Cluster:
+    return Cluster.objects.select_for_update().get(pk=cluster_id)
+
+
+# --- jobs ------------------------------------------------------------------------------------
+
+
+@transaction.atomic
+def job_submit(*, cluster: Cluster, name: str, num_gpus: int, duration_seconds: float,
+               gpus_per_worker: int = 1, min_workers: int | None = None,
+               max_workers: int | None = None, remaining_seconds: float | None = None,
+               model: str = "generic", gpu_type: str = "", preemptible: bool = True,
+               priority: int = 0) -> Job:
+    """Queue a job; refuse one that no state of the cluster could ever run."""
+    cluster = _cluster_lock(cluster_id=cluster.pk)
+    if num_gpus % gpus_per_worker:
+        raise InputError(f"{num_gpus} GPUs is not a whole number of {gpus_per_worker}-GPU "
+                         "workers", field="num_gpus")
+    requested = num_gpus // gpus_per_worker
+    min_workers = min_workers or requested
+    max_workers = max_workers or max(requested, min_workers)
+    if not min_workers <= requested <= max_workers:
+        raise InputError(f"{requested} workers is outside [{min_workers}, {max_workers}]",
+                         field="num_gpus")
+    pools = cluster.pools.select_related("gpu_type").annotate(
+        online=Count("servers", filter=~Q(servers__status=ServerStatus.OFFLINE)))
+    capacity = sum(p.online * p.gpus_per_server for p in pools
+                   if not gpu_type or p.gpu_type.name == gpu_type)
+    if min_workers * gpus_per_worker > capacity:
+        kind = f"{gpu_type} " if gpu_type else ""
+        raise InputError(f"needs at least {min_workers * gpus_per_worker} GPUs; cluster "
+                         f"{cluster.name} has {capacity} {kind}GPUs online", field="min_workers")
+    if Job.objects.filter(cluster=cluster, name=name).exists():
+        raise InputError(f"cluster {cluster.name} already has a job {name!r}", field="name")
+    return Job.objects.create(
+        cluster=cluster, name=name, num_gpus=num_gpus, duration_seconds=duration_seconds,
+        remaining_seconds=duration_seconds if remaining_seconds is None else remaining_seconds,
+        gpus_per_worker=gpus_per_worker, min_workers=min_workers, max_workers=max_workers,
+        model=model, gpu_type=gpu_type, preemptible=preemptible, priority=priority,
+    )
+
+
+@transaction.atomic
+def job_cancel(*, job: Job) -> Job:
+    """Stop a queued or running job for good and free its GPUs."""
+    _cluster_lock(cluster_id=job.cluster_id)
+    job = Job.objects.get(pk=job.pk)
+    if job.status not in ACTIVE_STATUSES:
+        raise InputError(f"job {job.name} is {job.status}", field="status")
+    return _job_end(job=job, status=JobStatus.CANCELLED)
+
+
+@transaction.atomic
+def job_report(*, job: Job, remaining_seconds: float | None = None,
+               progress: float | None = None, finished: bool = False) -> Job:
+    """A running job's own progress report; `finished` ends it and frees its GPUs."""
+    _cluster_lock(cluster_id=job.cluster_id)
+    job = Job.objects.get(pk=job.pk)
+    if job.status not in ACTIVE_STATUSES:
+        raise InputError(f"job {job.name} is {job.status}", field="status")
+    if remaining_seconds is not None:
+        job.remaining_seconds = remaining_seconds
+        if progress is None and job.duration_seconds > 0:
+            progress = max(0.0, min(1.0, 1 - remaining_seconds / job.duration_seconds))
+    if progress is not None:
+        job.progress = progress
+    if finished:
+        job.remaining_seconds, job.progress = 0.0, 1.0
+        return _job_end(job=job, status=JobStatus.FINISHED)
+    job.save()
+    return job
+
+
+def _job_end(*, job: Job, status: str) -> Job:
+    job.status = status
+    job.finished_at = timezone.now()
+    job.save()
+    job.placements.all().delete()
+    _server_statuses_refresh(cluster_id=job.cluster_id)
+    return job
+
+
+# --- decisions -------------------------------------------------------------------------------
+
+
+def _decide(kind: str, request: dict[str, Any]) -> dict[str, Any]:
+    return DECIDERS[kind](request)
+
+
+def decision_stateless(*, kind: str, request: Any, actor: AbstractBaseUser | None) -> Decision:
+    """Decide on the snapshot in the request; only the decision log changes."""
+    response = _decide(kind, request)
+    return Decision.objects.create(kind=kind, stateful=False, actor=actor, request=request,
+                                   response=response)
+
+
+@transaction.atomic
+def decision_stateful(*, cluster: Cluster, kind: str, body: dict[str, Any],
+                      actor: AbstractBaseUser | None) -> Decision:
+    """Decide on the cluster's live state and apply the answer, all under the cluster lock.
+
+    `body` is the request without `state`; the snapshot read under the lock is added, and
+    the full request is what the decision log keeps for replay.
+    """
+    cluster = _cluster_lock(cluster_id=cluster.pk)
+    if "state" in body:
+        raise InputError("a stateful decision uses the cluster's own state; send the "
+                         "snapshot to the stateless endpoint instead", field="state")
+    request = {**body, "state": cluster_snapshot(cluster=cluster)}
+    response = _decide(kind, request)
+    _apply(cluster=cluster, kind=kind, response=response)
+    return Decision.objects.create(cluster=cluster, kind=kind, stateful=True, actor=actor,
+                                   request=request, response=response)
+
+
+@dataclass(frozen=True, slots=True)
+class Replay:
+    decision: Decision
+    response: dict[str, Any]
+
+    @property
+    def same(self) -> bool:
+        return self.response == self.decision.response
+
+
+def decision_replay(*, decision: Decision) -> Replay:
+    """Recompute a logged decision from its stored request (nothing is applied)."""
+    return Replay(decision, _decide(decision.kind, decision.request))
+
+
+def _apply(*, cluster: Cluster, kind: str, response: dict[str, Any]) -> None:
+    servers = dict(Server.objects.filter(pool__cluster=cluster).values_list("name", "id"))
+    jobs = {name: pk for name, pk in Job.objects.filter(
+        cluster=cluster, status__in=ACTIVE_STATUSES).values_list("name", "id")}
+    now = timezone.now()
+    if kind == DecisionKind.LOAN:
+        Server.objects.filter(id__in=[servers[s] for s in response["servers"]]).update(
+            status=ServerStatus.ON_LOAN, updated_at=now)
+        return
+    placements: dict[str, list[dict[str, Any]]] = {}
+    stopped = response.get("preempted_jobs", []) + response.get("preempt", [])
+    for entry in (response.get("scaled_in", []) + response.get("scale_in", [])
+                  + response.get("scale_out", []) + response.get("migrate", [])):
+        placements[entry["job"]] = entry["placement"]
+    launched = {entry["job"]: entry["placement"] for entry in response.get("launch", [])}
+    placements.update(launched)
+    moved = [jobs[name] for name in list(placements) + stopped]
+    Placement.objects.filter(job_id__in=moved).delete()
+    if stopped:
+        Job.objects.filter(id__in=[jobs[name] for name in stopped]).update(
+            status=JobStatus.QUEUED, preemptions=F("preemptions") + 1, updated_at=now)
+    if launched:
+        ids = [jobs[name] for name in launched]
+        Job.objects.filter(id__in=ids).update(status=JobStatus.RUNNING, updated_at=now)
+        Job.objects.filter(id__in=ids, started_at__isnull=True).update(started_at=now)
+    Placement.objects.bulk_create([
+        Placement(job_id=jobs[name], server_id=servers[slot["server"]], gpus=slot["gpus"],
+                  flexible=slot["flexible"])
+        for name, slots in placements.items() for slot in slots
+    ])
+    if kind == DecisionKind.RECLAIM:
+        Server.objects.filter(id__in=[servers[s] for s in response["servers"]]).update(
+            status=ServerStatus.IDLE, updated_at=now)
+    _server_statuses_refresh(cluster_id=cluster.pk)
+
+
+def _server_statuses_refresh(*, cluster_id: int) -> None:
+    """Training and quota servers are busy while they host a job, idle otherwise."""
+    hosting = Exists(Placement.objects.filter(server=OuterRef("pk")))
+    own = Server.objects.filter(pool__cluster_id=cluster_id).exclude(
+        pool__kind=PoolKind.INFERENCE).exclude(status=ServerStatus.OFFLINE)
+    own.filter(hosting).exclude(status=ServerStatus.BUSY).update(status=ServerStatus.BUSY)
+    own.filter(~hosting).exclude(status=ServerStatus.IDLE).update(status=ServerStatus.IDLE)
+
+
+def cluster_gpus_assigned(*, cluster: Cluster) -> dict[str, int]:
+    """GPUs assigned per server name (for invariant checks and pages)."""
+    rows = Placement.objects.filter(server__pool__cluster=cluster).values(
+        "server__name").annotate(gpus=Sum("gpus"))
+    return {row["server__name"]: row["gpus"] for row in rows}
+
+
+# --- idempotency -----------------------------------------------------------------------------
+
+
+def request_fingerprint(*, method: str, path: str, body: Any) -> str:
+    text = json.dumps([method, path, body], sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def idempotent_call(*, user: AbstractBaseUser, key: str | None, fingerprint: str,
+                    action: Callable[[], tuple[int, Any]]) -> tuple[int, Any, bool]:
+    """Run `action` once per (user, key): a replay with the same request gets the first
+    (status, body) back and `True`; a different request under the key raises
+    `IdempotencyConflict`. Without a key the action simply runs.
+
+    The record is written in the action's transaction, so a concurrent duplicate either
+    waits and finds it or loses the unique race and rolls its own work back.
+    """
+    if not key:
+        status, body = action()
+        return status, body, False
+    record = IdempotencyRecord.objects.filter(user=user, key=key).first()
+    if record is None:
+        try:
+            with transaction.atomic():
+                status, body = action()
+                IdempotencyRecord.objects.create(user=user, key=key, request_hash=fingerprint,
+                                                 status_code=status, response=body)
+            return status, body, False
+        except IntegrityError:
+            record = IdempotencyRecord.objects.filter(user=user, key=key).first()
+            if record is None:
+                raise
+    if record.request_hash != fingerprint:
+        raise IdempotencyConflict(key)
+    return record.status_code, record.response, True

@@ -1,0 +1,313 @@
+"""A cluster state snapshot (DESIGN.md's JSON) turned into engine state.
+
+The live decision API, the CLI's `decide` and the planner's stateful decisions all describe
+"now" the same way: servers (with pool, GPUs, GPU type and whether an inference server is on
+loan) and the jobs placed on them. `parse_snapshot` validates that document and raises
+`InputError` naming the JSON path of the first bad value (`state.jobs[3].placement[0].server`);
+`snapshot_simulation` builds a `Simulation` whose state holds those servers and jobs, placing
+every running job through the engine's own checks so an impossible snapshot (an over-committed
+server, a worker count outside its range) is refused exactly as a policy's decision would be.
+
+Choices where DESIGN.md is silent:
+- A pool's kind comes from `state.pools[].kind`, else from its servers' `kind`, else it is
+  `inference` when one of its servers is on loan and `training` otherwise.
+- `num_gpus` (the size `remaining_seconds` is measured at) defaults to the GPUs a running job
+  holds, and to its minimum for a queued job; `submit_time` defaults to 0 (queue order is
+  then the order of the list).
+- Servers keep the snapshot's order within their pool: reclaim strategies break ties by it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from simulation.decisions import Launch, Placement, Slot
+from simulation.engine import EngineConfig, Simulation
+from simulation.errors import InputError, InvalidDecision
+from simulation.model import ClusterSpec, GpuType, JobSpec, PoolKind, PoolSpec, Workload
+from simulation.policies.base import Policy
+
+SOURCE = "request"
+JOB_STATUSES = ("queued", "running")
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotPool(PoolSpec):
+    """A pool whose servers keep the ids the snapshot gave them."""
+
+    ids: tuple[str, ...] = ()
+
+    def server_ids(self) -> list[str]:
+        return list(self.ids)
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotJob:
+    spec: JobSpec
+    status: str
+    placement: Placement
+    remaining_seconds: float
+    path: str  # JSON path of the job, for errors found later
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    spec: ClusterSpec
+    on_loan: tuple[str, ...]
+    jobs: tuple[SnapshotJob, ...]
+    now: float
+
+    def pool_of(self, server_id: str) -> SnapshotPool:
+        for pool in self.spec.pools:
+            if server_id in pool.ids:  # type: ignore[attr-defined]
+                return pool  # type: ignore[return-value]
+        raise KeyError(server_id)
+
+
+def _fail(path: str, message: str) -> InputError:
+    return InputError(message, source=SOURCE, field=path)
+
+
+def _at(path: str, key: str) -> str:
+    return f"{path}.{key}" if path else key
+
+
+def _object(value: Any, path: str) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise _fail(path, f"expected an object, got {type(value).__name__}")
+    return value
+
+
+def _list(value: Any, path: str) -> Sequence[Any]:
+    if not isinstance(value, list):
+        raise _fail(path, f"expected a list, got {type(value).__name__}")
+    return value
+
+
+def _str(data: Mapping[str, Any], key: str, path: str, default: str | None = None) -> str:
+    value = data.get(key, default)
+    if value is None:
+        raise _fail(_at(path, key), "is required")
+    if not isinstance(value, str) or not value.strip():
+        raise _fail(_at(path, key), f"expected a non-empty string, got {value!r}")
+    return value
+
+
+def _int(data: Mapping[str, Any], key: str, path: str, default: int | None = None, *,
+         minimum: int = 0) -> int:
+    value = data.get(key, default)
+    if value is None:
+        raise _fail(_at(path, key), "is required")
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise _fail(_at(path, key), f"expected an integer, got {value!r}")
+    if value < minimum:
+        raise _fail(_at(path, key), f"must be at least {minimum}, got {value}")
+    return value
+
+
+def _float(data: Mapping[str, Any], key: str, path: str, default: float | None = None) -> float:
+    value = data.get(key, default)
+    if value is None:
+        raise _fail(_at(path, key), "is required")
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise _fail(_at(path, key), f"expected a number, got {value!r}")
+    if value < 0:
+        raise _fail(_at(path, key), f"must not be negative, got {value}")
+    return float(value)
+
+
+def _bool(data: Mapping[str, Any], key: str, path: str, default: bool) -> bool:
+    value = data.get(key, default)
+    if not isinstance(value, bool):
+        raise _fail(_at(path, key), f"expected true or false, got {value!r}")
+    return value
+
+
+def _kind(value: Any, path: str) -> PoolKind:
+    try:
+        return PoolKind(value)
+    except ValueError:
+        raise _fail(path, f"{value!r} is not one of {', '.join(PoolKind)}") from None
+
+
+def parse_snapshot(state: Any, *, queue: Any = None, path: str = "state") -> Snapshot:
+    """Validate a snapshot (and an optional queue of waiting jobs) into typed values."""
+    data = _object(state, path)
+    gpu_types = _gpu_types(data.get("gpu_types", {}), f"{path}.gpu_types")
+    pool_meta = _pool_meta(data.get("pools", []), f"{path}.pools")
+    servers = _list(data.get("servers"), f"{path}.servers") if "servers" in data else None
+    if servers is None:
+        raise _fail(f"{path}.servers", "is required")
+    by_pool: dict[str, list[tuple[int, Mapping[str, Any]]]] = {}
+    seen: set[str] = set()
+    on_loan: list[str] = []
+    for i, raw in enumerate(servers):
+        where = f"{path}.servers[{i}]"
+        server = _object(raw, where)
+        sid = _str(server, "id", where)
+        if sid in seen:
+            raise _fail(f"{where}.id", f"server {sid!r} is listed twice")
+        seen.add(sid)
+        by_pool.setdefault(_str(server, "pool", where), []).append((i, server))
+        if _bool(server, "on_loan", where, False):
+            on_loan.append(sid)
+    pools: list[SnapshotPool] = []
+    loaned = set(on_loan)
+    for name, members in by_pool.items():
+        first_i, first = members[0]
+        where = f"{path}.servers[{first_i}]"
+        gpus = _int(first, "gpus", where, minimum=1)
+        gpu_type = _str(first, "gpu_type", where, "V100")
+        meta = pool_meta.get(name, {})
+        kind = meta.get("kind") or (
+            _kind(first["kind"], f"{where}.kind") if "kind" in first
+            else PoolKind.INFERENCE if any(s["id"] in loaned for _, s in members)
+            else PoolKind.TRAINING
+        )
+        for i, server in members:
+            here = f"{path}.servers[{i}]"
+            if _int(server, "gpus", here, minimum=1) != gpus:
+                raise _fail(f"{here}.gpus", f"pool {name!r} mixes servers of {gpus} and "
+                            f"{server['gpus']} GPUs")
+            if _str(server, "gpu_type", here, "V100") != gpu_type:
+                raise _fail(f"{here}.gpu_type", f"pool {name!r} mixes GPU types")
+            if "kind" in server and _kind(server["kind"], f"{here}.kind") != kind:
+                raise _fail(f"{here}.kind", f"pool {name!r} is {kind}")
+            if server["id"] in loaned and kind != PoolKind.INFERENCE:
+                raise _fail(f"{here}.on_loan", f"only inference servers are lent; pool "
+                            f"{name!r} is {kind}")
+        gpu_types.setdefault(gpu_type, GpuType(gpu_type))
+        pools.append(SnapshotPool(
+            name=name, kind=kind, gpu_type=gpu_type, servers=len(members), gpus_per_server=gpus,
+            lending_limit=meta.get("lending_limit"),
+            ids=tuple(server["id"] for _, server in members),
+        ))
+    spec = ClusterSpec(name="snapshot", gpu_types=gpu_types, pools=tuple(pools))
+    jobs: list[SnapshotJob] = []
+    job_ids: set[str] = set()
+    raw_jobs = _list(data.get("jobs", []), f"{path}.jobs")
+    entries = [(f"{path}.jobs[{i}]", raw, None) for i, raw in enumerate(raw_jobs)]
+    if queue is not None:
+        entries += [(f"queue[{i}]", raw, "queued") for i, raw in
+                    enumerate(_list(queue, "queue"))]
+    for where, raw, forced in entries:
+        job = _job(_object(raw, where), where, forced, seen)
+        if job.spec.job_id in job_ids:
+            raise _fail(f"{where}.id", f"job {job.spec.job_id!r} is listed twice")
+        job_ids.add(job.spec.job_id)
+        jobs.append(job)
+    now = _float(data, "now", path, max((j.spec.submit_time for j in jobs), default=0.0))
+    return Snapshot(spec=spec, on_loan=tuple(on_loan), jobs=tuple(jobs), now=now)
+
+
+def _gpu_types(raw: Any, path: str) -> dict[str, GpuType]:
+    types: dict[str, GpuType] = {}
+    for name, value in _object(raw, path).items():
+        entry = _object(value, f"{path}.{name}")
+        speed = _float(entry, "speed", f"{path}.{name}", 1.0)
+        if speed <= 0:
+            raise _fail(f"{path}.{name}.speed", "must be positive")
+        types[name] = GpuType(name, speed, _float(entry, "memory_gb", f"{path}.{name}", 32.0))
+    return types
+
+
+def _pool_meta(raw: Any, path: str) -> dict[str, dict[str, Any]]:
+    meta: dict[str, dict[str, Any]] = {}
+    for i, value in enumerate(_list(raw, path)):
+        where = f"{path}[{i}]"
+        entry = _object(value, where)
+        name = _str(entry, "name", where)
+        limit = entry.get("lending_limit")
+        meta[name] = {
+            "kind": _kind(entry["kind"], f"{where}.kind") if "kind" in entry else None,
+            "lending_limit": None if limit is None else _int(entry, "lending_limit", where),
+        }
+    return meta
+
+
+def _job(data: Mapping[str, Any], path: str, forced: str | None, servers: set[str]) -> SnapshotJob:
+    job_id = _str(data, "id", path)
+    status = forced or _str(data, "status", path, "queued")
+    if status not in JOB_STATUSES:
+        raise _fail(f"{path}.status", f"{status!r} is not one of {', '.join(JOB_STATUSES)}")
+    per_worker = _int(data, "gpus_per_worker", path, 1, minimum=1)
+    placement = _placement(data.get("placement", []), f"{path}.placement", servers)
+    if status == "running" and not placement:
+        raise _fail(f"{path}.placement", "a running job needs a placement")
+    if status == "queued" and placement:
+        raise _fail(f"{path}.placement", "a queued job has no placement")
+    held_workers = sum(slot.gpus for slot in placement) // per_worker
+    min_workers = _int(data, "min_workers", path, held_workers or 1, minimum=1)
+    max_workers = _int(data, "max_workers", path, max(min_workers, held_workers), minimum=1)
+    if max_workers < min_workers:
+        raise _fail(f"{path}.max_workers", f"{max_workers} is below min_workers {min_workers}")
+    default_gpus = (held_workers or min_workers) * per_worker
+    num_gpus = _int(data, "num_gpus", path, default_gpus, minimum=per_worker)
+    if not min_workers <= num_gpus // per_worker <= max_workers or num_gpus % per_worker:
+        raise _fail(f"{path}.num_gpus", f"{num_gpus} GPUs is not a worker count within "
+                    f"[{min_workers}, {max_workers}] of {per_worker}-GPU workers")
+    remaining = _float(data, "remaining_seconds", path)
+    duration = _float(data, "duration", path, remaining)
+    spec = JobSpec(
+        job_id=job_id, submit_time=_float(data, "submit_time", path, 0.0), num_gpus=num_gpus,
+        duration=max(duration, remaining), model=_str(data, "model", path, "generic"),
+        gpus_per_worker=per_worker, min_workers=min_workers, max_workers=max_workers,
+        gpu_type=data.get("gpu_type") and _str(data, "gpu_type", path),
+        preemptible=_bool(data, "preemptible", path, True),
+        priority=_int(data, "priority", path, 0, minimum=-(2**31)),
+    )
+    return SnapshotJob(spec, status, placement, remaining, path)
+
+
+def _placement(raw: Any, path: str, servers: set[str]) -> Placement:
+    slots = []
+    for i, value in enumerate(_list(raw, path)):
+        where = f"{path}[{i}]"
+        entry = _object(value, where)
+        server = _str(entry, "server", where)
+        if server not in servers:
+            raise _fail(f"{where}.server", f"unknown server {server!r}")
+        slots.append(Slot(server, _int(entry, "gpus", where, minimum=1),
+                          _bool(entry, "flexible", where, False)))
+    return tuple(slots)
+
+
+def snapshot_simulation(snapshot: Snapshot, policy: Policy, *,
+                        config: EngineConfig | None = None) -> Simulation:
+    """A `Simulation` paused at `snapshot.now` holding the snapshot's loans and jobs.
+
+    Running jobs are launched through `Simulation.apply`, so the engine checks their
+    placements; a refused one becomes an `InputError` naming the job's placement.
+    """
+    ordered = sorted(snapshot.jobs, key=lambda j: j.spec.submit_time)
+    capacity: dict[str | None, int] = {None: snapshot.spec.total_gpus}
+    for pool in snapshot.spec.pools:
+        capacity[pool.gpu_type] = capacity.get(pool.gpu_type, 0) + pool.gpus
+    for job in ordered:
+        if job.spec.min_gpus > capacity.get(job.spec.gpu_type, 0):
+            raise _fail(f"{job.path}.min_workers", f"job {job.spec.job_id} needs at least "
+                        f"{job.spec.min_gpus} GPUs; the snapshot has "
+                        f"{capacity.get(job.spec.gpu_type, 0)}")
+    sim = Simulation(snapshot.spec, Workload(tuple(j.spec for j in ordered), SOURCE), policy,
+                     config=config or EngineConfig(restart_overhead=0.0))
+    sim.clock.now = snapshot.now
+    for sid in snapshot.on_loan:
+        sim.state.set_on_loan(sid, True)
+    for job in ordered:
+        state = sim.state.add_job(job.spec)
+        sim.view.register(state)
+        state.last_update = snapshot.now
+        state.remaining_work = job.remaining_seconds  # as reported, not the whole duration
+        sim.state.enqueue(state, snapshot.now)
+    for job in ordered:
+        if job.status != "running":
+            continue
+        try:
+            sim.apply(Launch(job.spec.job_id, job.placement))
+        except InvalidDecision as exc:
+            raise _fail(f"{job.path}.placement", str(exc)) from None
+    sim.counters.decisions = 0
+    return sim
