@@ -168,8 +168,16 @@ def decide_schedule(request: Any) -> dict[str, Any]:
     snapshot = parse_snapshot(data["state"], queue=data.get("queue"))
     sim = _simulation(snapshot, policy)
     before = {job_id: (job.status, job.placement) for job_id, job in sim.state.jobs.items()}
-    for decision in policy.schedule(sim.view) or ():
-        sim.apply(decision)
+    try:
+        for decision in policy.schedule(sim.view) or ():
+            sim.apply(decision)
+    except Exception as exc:  # noqa: BLE001 - see below
+        # Policies were written for whole simulated runs; one that keeps its own history of
+        # every job (SIA) cannot start from a snapshot. Refuse the request, naming why,
+        # rather than crash the caller.
+        raise InputError(f"policy {name!r} cannot decide on this snapshot "
+                         f"({type(exc).__name__}: {exc})", source=SOURCE,
+                         field="policy") from exc
     answer: dict[str, Any] = {"policy": name, "launch": [], "scale_out": [], "scale_in": [],
                               "preempt": [], "migrate": []}
     for job_id, job in sim.state.jobs.items():

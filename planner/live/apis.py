@@ -15,6 +15,7 @@ from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import generics, status
+from rest_framework.authentication import SessionAuthentication, TokenAuthentication
 from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -59,19 +60,26 @@ def _idempotent(request: Request, action: Callable[[], tuple[int, Any]]) -> Resp
     return Response(body, status=code, headers=headers)
 
 
+# Token first, so an anonymous client is told 401 with `WWW-Authenticate: Token`.
+AUTHENTICATION = [TokenAuthentication, SessionAuthentication]
+
+
 class ReadApi(APIView):
+    authentication_classes = AUTHENTICATION
     permission_classes = [CanRead]
     throttle_classes = [LiveThrottle]
     throttle_scope = "live-read"
 
 
 class WriteApi(APIView):
+    authentication_classes = AUTHENTICATION
     permission_classes = [CanDecide]
     throttle_classes = [LiveThrottle]
     throttle_scope = "live-decide"
 
 
 class _ReadList(generics.ListAPIView):
+    authentication_classes = AUTHENTICATION
     permission_classes = [CanRead]
     throttle_classes = [LiveThrottle]
     throttle_scope = "live-read"
