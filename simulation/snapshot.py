@@ -76,7 +76,7 @@ def _at(path: str, key: str) -> str:
 
 
 def _object(value: Any, path: str) -> Mapping[str, Any]:
-    if not isinstance(value, Mapping):
+    if type(value) is not dict and not isinstance(value, Mapping):  # dict: the fast path
         raise _fail(path, f"expected an object, got {type(value).__name__}")
     return value
 

@@ -40,8 +40,8 @@ def job_get(*, job_id: int) -> Job:
 
 def decision_list(*, cluster: Cluster | None = None, kind: str | None = None,
                   stateful: bool | None = None) -> QuerySet[Decision]:
-    """Logged decisions, newest first."""
-    decisions = Decision.objects.select_related("cluster", "actor")
+    """Logged decisions, newest first, without their (possibly large) stored requests."""
+    decisions = Decision.objects.select_related("cluster", "actor").defer("request")
     if cluster is not None:
         decisions = decisions.filter(cluster=cluster)
     if kind is not None:
