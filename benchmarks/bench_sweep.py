@@ -102,6 +102,8 @@ def main() -> None:
                                                               "redis://127.0.0.1:6379/14"))
     parser.add_argument("--jobs", type=int, default=400, help="jobs per simulated workload")
     args = parser.parse_args()
+    # `timeout` and Ctrl-C: unwind through the `finally` blocks that stop the workers.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
     _setup(args.database_url, args.redis_url)
 
     from planner.clusters.services import cluster_create_from_spec
@@ -124,7 +126,8 @@ def main() -> None:
             _workers_stop(processes)
         busy = sum(r.wall_seconds for r in runs)
         print(f"16-run sweep, {workers} worker process(es): {walls[workers]:.2f} s wall, "
-              f"{busy:.2f} s inside runs ({args.jobs} jobs each)")
+              f"{busy:.2f} s inside runs ({args.jobs} jobs each), runs in parallel on "
+              f"average: {busy / walls[workers]:.2f}")
     print(f"speedup 2 vs 1 worker processes: {walls[1] / walls[2]:.2f}x "
           f"(on {os.cpu_count()} CPU cores)")
 
