@@ -457,11 +457,12 @@ def _run_fail_attempt(*, run_id: int, attempt: int, error: str) -> None:
 def run_execute(*, run_id: int) -> str:
     """Simulate one run and store its result; safe to call again for the same run.
 
-    Stale runs are reaped first, so a run whose worker died is failed as soon as any worker
-    is busy, not only when a worker starts.
+    Other stale runs are reaped once this one is claimed, so a run whose worker died is
+    failed as soon as any worker is busy, not only when a worker starts; claiming first lets a
+    re-delivered task take over its own run however long the re-delivery took.
     """
-    run_reap_stale(timeout_seconds=settings.PLANNER_RUN_STALE_SECONDS)
     run = _run_claim(run_id=run_id)
+    run_reap_stale(timeout_seconds=settings.PLANNER_RUN_STALE_SECONDS)
     if run is None:
         return "skipped"
     attempt = run.attempts
