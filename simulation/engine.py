@@ -40,6 +40,7 @@ from simulation.view import Clock, ClusterView
 
 COMPLETION, LOAN, TICK = 0, 1, 3
 _EPSILON = 1e-6
+_MIN_WAKEUP = 1e-3  # a policy wakeup is never at the current instant (that would spin)
 SCALING_MODES = ("none", "stop-free", "stop-resume")
 
 
@@ -146,6 +147,8 @@ class Simulation:
         self._heap: list[tuple[float, int, int, str, int]] = []
         self._seq = 0
         self._tick_pending = False
+        self._tick_version = 0
+        self._wakeup_at: float | None = None
         self._finished = 0
         self._next_percent = 1
         self._interval = self.config.schedule_interval or policy.interval
@@ -237,20 +240,35 @@ class Simulation:
                 unscheduled = not event_driven  # a periodic policy must still see it once
                 i += 1
             while heap and heap[0][0] == now:
-                heapq.heappop(heap)
+                _, _, _, _, version = heapq.heappop(heap)
                 self.counters.events += 1
-                self._tick_pending = False
-                dirty = True
+                if version == self._tick_version:
+                    self._tick_pending = False
+                    dirty = True
             if dirty:
                 self._schedule_round()
                 unscheduled = False
+                if self._interval is None:
+                    self._arm_wakeup(now)
+            if self._interval is None:
+                continue
             if not self._tick_pending and (self.state.queue or self.state.running):
                 if self.state.running or i < n or self._has_loan_events() or unscheduled:
-                    self._push(now + self._interval, TICK, "", 0)
+                    self._push(now + self._interval, TICK, "", self._tick_version)
                     self._tick_pending = True
         end = self.clock.now
         self._advance(end, final=True)
         return build_result(self, wall_seconds=time.perf_counter() - started)
+
+    def _arm_wakeup(self, now: float) -> None:
+        """Keep one pending tick at the policy's `next_wakeup`, dropping a stale one."""
+        wake = self.policy.next_wakeup(self.view)
+        if wake == self._wakeup_at:
+            return
+        self._tick_version += 1  # any earlier wakeup in the heap is now stale
+        self._wakeup_at = wake
+        if wake is not None:
+            self._push(max(wake, now + _MIN_WAKEUP), TICK, "", self._tick_version)
 
     def _has_loan_events(self) -> bool:
         return any(kind == LOAN for _, kind, _, _, _ in self._heap)

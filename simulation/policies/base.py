@@ -63,7 +63,10 @@ class Policy:
 
     `shares_gpus` lets the engine place several jobs on one GPU (time-slicing,
     interleaving); `interval` is the scheduling tick the policy wants (seconds) and
-    `event_driven` whether it also runs on every arrival and completion.
+    `event_driven` whether it also runs on every arrival and completion. A policy whose
+    decisions change only at events sets `interval = None` and, if something it watches
+    changes with time alone (a job crossing a priority threshold), says when in
+    `next_wakeup`: ticking on a clock would cost a round per tick for nothing.
     """
 
     name: ClassVar[str]
@@ -71,7 +74,7 @@ class Policy:
     paper: ClassVar[str] = ""
     params: ClassVar[tuple[Param, ...]] = ()
     shares_gpus: ClassVar[bool] = False
-    interval: ClassVar[float] = 60.0
+    interval: ClassVar[float | None] = 60.0
     event_driven: ClassVar[bool] = True
 
     def __init__(self, *, rng: random.Random | None = None, **values: Any) -> None:
@@ -81,6 +84,10 @@ class Policy:
 
     def schedule(self, view: ClusterView) -> Iterable[Decision]:
         raise NotImplementedError
+
+    def next_wakeup(self, view: ClusterView) -> float | None:
+        """With `interval = None`: the next time to run without an event, or None."""
+        return None
 
     def select_reclaim(self, view: ClusterView, count: int) -> ReclaimPlan | None:
         """Which on-loan servers to return; `None` leaves it to the run's reclaim strategy."""

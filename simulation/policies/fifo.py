@@ -13,6 +13,7 @@ from simulation.view import ClusterView
 
 @register
 class Fifo(Policy):
+    interval = None
     name = "fifo"
     description = "First in, first out; non-preemptive; optional backfilling."
     params = (Param("backfill", bool, False, "let later jobs start when the head does not fit"),)

@@ -91,6 +91,24 @@ def preemptive_schedule(view: ClusterView, ordered: list[JobView]) -> Iterator[D
             yield launch
 
 
+class QueuedKeyCache:
+    """Memoises priority keys of waiting jobs for policies whose key cannot change while a
+    job waits (its remaining work and attained service are frozen in the queue). A big
+    queue is then not re-keyed on every round; an entry lapses when the job is requeued."""
+
+    def __init__(self) -> None:
+        self._keys: dict[str, tuple[float, Any]] = {}
+
+    def key(self, job: JobView, compute: Callable[[JobView], Any]) -> Any:
+        if job.status != JobStatus.QUEUED:
+            return compute(job)
+        entry = self._keys.get(job.job_id)
+        if entry is None or entry[0] != job.queued_since:
+            entry = (job.queued_since, compute(job))
+            self._keys[job.job_id] = entry
+        return entry[1]
+
+
 def schedule_by_priority(
     view: ClusterView, key: Callable[[JobView], Any]
 ) -> Iterator[Decision]:
@@ -103,11 +121,10 @@ def schedule_by_priority(
     """
     if not view.queue:
         return
-    queued = sorted(view.queue.values(), key=key)
     free = sum(view.free_gpus(p.name) for p in view.spec.pools)
-    if sum(job.spec.num_gpus for job in queued) <= free:
+    if sum(job.spec.num_gpus for job in view.queue.values()) <= free:
         placed_all = True
-        for job in queued:
+        for job in sorted(view.queue.values(), key=key):
             launch = place_requested(view, job)
             if launch is None:
                 placed_all = False

@@ -13,6 +13,7 @@ from simulation.view import ClusterView
 
 @register
 class ShortestJobFirst(Policy):
+    interval = None
     name = "sjf"
     description = "Shortest job first by predicted duration; non-preemptive."
 

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 from simulation.decisions import Decision
 from simulation.policies.base import Policy, register
-from simulation.policies.ordering import schedule_by_priority
+from simulation.policies.ordering import QueuedKeyCache, schedule_by_priority
 from simulation.view import ClusterView, JobView
 
 
@@ -19,21 +19,37 @@ def remaining_seconds(job: JobView) -> float:
     return job.remaining_work * scale
 
 
+def srtf_key(job: JobView) -> tuple[float, float]:
+    return (remaining_seconds(job), job.submit_time)
+
+
+def srsf_key(job: JobView) -> tuple[float, float]:
+    return (remaining_seconds(job) * job.spec.num_gpus, job.submit_time)
+
+
 @register
 class ShortestRemainingTime(Policy):
+    interval = None  # the order between running and queued jobs only changes at events
     name = "srtf"
     description = "Shortest remaining time first; preemptive."
 
+    def __init__(self, **values: object) -> None:
+        super().__init__(**values)
+        self._keys = QueuedKeyCache()
+
     def schedule(self, view: ClusterView) -> Iterator[Decision]:
-        return schedule_by_priority(view, lambda j: (remaining_seconds(j), j.submit_time))
+        return schedule_by_priority(view, lambda j: self._keys.key(j, srtf_key))
 
 
 @register
 class ShortestRemainingService(Policy):
+    interval = None
     name = "srsf"
     description = "Shortest remaining service (time × GPUs) first; preemptive."
 
+    def __init__(self, **values: object) -> None:
+        super().__init__(**values)
+        self._keys = QueuedKeyCache()
+
     def schedule(self, view: ClusterView) -> Iterator[Decision]:
-        return schedule_by_priority(
-            view, lambda j: (remaining_seconds(j) * j.spec.num_gpus, j.submit_time)
-        )
+        return schedule_by_priority(view, lambda j: self._keys.key(j, srsf_key))

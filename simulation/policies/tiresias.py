@@ -2,9 +2,18 @@
 
 A job's priority queue is set by its attained service (GPU-seconds): below the first
 threshold it is in queue 0 (highest), and so on; EDL used three queues split at 500 and
-10,000 GPU·s. Within a queue jobs go in submit order. A queued job that has waited longer
-than `promote_knob` times its executed time is promoted back to queue 0 (starvation
-avoidance; Tiresias' PROMOTE_KNOB). Preemptive: lower queues yield to higher ones.
+10,000 GPU·s. Preemptive: a higher queue's job takes GPUs from lower queues' jobs.
+
+Choices, following the authors' simulator (SymbioticLab/Tiresias `run_sim.py`, `dlas`):
+- Inside a queue, running jobs come before waiting ones (the simulator moves pending jobs
+  to the back of their queue after each round), then submit order. Without this, two jobs
+  of one queue would preempt each other back and forth.
+- Starvation: a waiting job that has run before and has waited at least `promote_knob`
+  times its execution time since its last reset is promoted to queue 0 and its service
+  counters are reset (the simulator zeroes `executed_time` on promotion), so it is not
+  demoted again at once. Off by default, as in the simulator's plain `dlas-gpu` (its
+  `dlas-gpu-N` variants set N); with a 63 s restart overhead a small knob makes starving
+  jobs cycle through short runs.
 """
 
 from __future__ import annotations
@@ -13,8 +22,9 @@ from bisect import bisect_right
 from collections.abc import Iterator
 
 from simulation.decisions import Decision
+from simulation.errors import InputError
 from simulation.policies.base import Param, Policy, register
-from simulation.policies.ordering import schedule_by_priority
+from simulation.policies.ordering import QueuedKeyCache, schedule_by_priority
 from simulation.state import JobStatus
 from simulation.view import ClusterView, JobView
 
@@ -26,24 +36,71 @@ class Tiresias(Policy):
     paper = "Tiresias NSDI'19 §4.2; EDL §6.1 parameters"
     params = (
         Param("thresholds", str, "500,10000", "queue boundaries in GPU-seconds, ascending"),
-        Param("promote_knob", float, 8.0, "promote when wait > knob × run time; 0 = off"),
+        Param("promote_knob", float, 0.0, "promote when wait ≥ knob × run time; 0 = off"),
     )
+    interval = None  # woken when a job crosses a threshold or becomes due for promotion
     thresholds: str
     promote_knob: float
 
     def __init__(self, **values: object) -> None:
         super().__init__(**values)
-        self._bounds = [float(x) for x in str(self.thresholds).split(",") if x.strip()]
+        try:
+            self._bounds = [float(x) for x in str(self.thresholds).split(",") if x.strip()]
+        except ValueError:
+            raise InputError(f"expected comma-separated numbers, got {self.thresholds!r}",
+                             field="thresholds") from None
+        if self._bounds != sorted(self._bounds) or any(b <= 0 for b in self._bounds):
+            raise InputError("thresholds must be positive and ascending", field="thresholds")
+        # job id -> (attained GPU·s, executed s) at its last promotion
+        self._reset: dict[str, tuple[float, float]] = {}
+        self._keys = QueuedKeyCache()  # without promotion a waiting job's key is frozen
 
-    def queue_index(self, view: ClusterView, job: JobView) -> int:
-        if (
+    def _service(self, job: JobView) -> tuple[float, float]:
+        attained0, executed0 = self._reset.get(job.job_id, (0.0, 0.0))
+        return job.attained_service - attained0, job.executed_seconds - executed0
+
+    def _due_for_promotion(self, view: ClusterView, job: JobView, executed: float) -> bool:
+        return (
             self.promote_knob > 0
             and job.status == JobStatus.QUEUED
-            and job.executed_seconds > 0
-            and view.now - job.queued_since > self.promote_knob * job.executed_seconds
-        ):
+            and executed > 0
+            and view.now - job.queued_since >= self.promote_knob * executed
+        )
+
+    def queue_index(self, view: ClusterView, job: JobView) -> int:
+        """The job's priority queue now (0 is highest); promotes a starving job."""
+        attained, executed = self._service(job)
+        if self._due_for_promotion(view, job, executed):
+            self._reset[job.job_id] = (job.attained_service, job.executed_seconds)
             return 0
-        return bisect_right(self._bounds, job.attained_service)
+        return bisect_right(self._bounds, attained)
+
+    def priority_key(self, view: ClusterView, job: JobView) -> tuple[int, bool, float]:
+        """(queue, waiting after running, submit time): lowest runs first."""
+        if self.promote_knob > 0:
+            return self._priority_key_now(view, job)
+        return self._keys.key(job, lambda j: self._priority_key_now(view, j))
+
+    def _priority_key_now(self, view: ClusterView, job: JobView) -> tuple[int, bool, float]:
+        return (self.queue_index(view, job), job.status != JobStatus.RUNNING, job.submit_time)
+
+    def next_wakeup(self, view: ClusterView) -> float | None:
+        """When a running job is next demoted or a queued one promoted (only while jobs wait:
+        with an empty queue no priority change can start or stop anything)."""
+        if not view.queue:
+            return None
+        times: list[float] = []
+        for job in view.running.values():
+            attained, _ = self._service(job)
+            level = bisect_right(self._bounds, attained)
+            if level < len(self._bounds) and job.gpus:
+                times.append(view.now + (self._bounds[level] - attained) / job.gpus)
+        if self.promote_knob > 0:
+            for job in view.queue.values():
+                _, executed = self._service(job)
+                if executed > 0:
+                    times.append(job.queued_since + self.promote_knob * executed)
+        return min(times) if times else None
 
     def schedule(self, view: ClusterView) -> Iterator[Decision]:
-        return schedule_by_priority(view, lambda j: (self.queue_index(view, j), j.submit_time))
+        return schedule_by_priority(view, lambda j: self.priority_key(view, j))

@@ -125,3 +125,21 @@ def test_progress_is_reported_every_percent():
     ).run()
     assert len(seen) == 100
     assert seen[-1] == 1.0
+
+
+def test_tiresias_wakes_at_demotion_and_keeps_same_queue_jobs_running():
+    jobs = workload(JobSpec("old", 0, 1, 1000), JobSpec("new", 100, 1, 100))
+    _, result = run(training_cluster(1, 1), jobs, "tiresias")
+    # Both start in queue 0, where the running job keeps its GPU; at t=500 "old" crosses
+    # 500 GPU·s without any event, the policy's wakeup demotes it and "new" preempts it.
+    assert ends(result)["new"] == 600
+    assert ends(result)["old"] == 600 + 63 + 500
+    assert result.summary["preemptions"] == 1
+
+
+def test_tiresias_promotion_resets_service_of_a_starving_job():
+    jobs = workload(JobSpec("a", 0, 1, 600), *(JobSpec(f"s{i}", 550 + i, 1, 400) for i in range(3)))
+    _, off = run(training_cluster(1, 1), jobs, "tiresias")
+    _, on = run(training_cluster(1, 1), jobs, "tiresias", promote_knob=1)
+    assert ends(off)["a"] > max(v for k, v in ends(off).items() if k != "a")
+    assert ends(on)["a"] < max(v for k, v in ends(on).items() if k != "a")
