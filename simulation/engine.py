@@ -29,13 +29,19 @@ from simulation.decisions import (
     Resize,
     SetShare,
 )
+from simulation.dlt_models import strong_scaling_throughput
 from simulation.errors import InputError, InvalidDecision
 from simulation.metrics import RunResult, build_result
 from simulation.model import ClusterSpec, InferenceLoad, PoolKind, Workload
 from simulation.policies.base import Policy
 from simulation.reclaim import ReclaimStrategy, get_reclaim_strategy
 from simulation.state import ClusterState, JobState, JobStatus
-from simulation.throughput import ThroughputModel, imperfect_scaling, placement_speed
+from simulation.throughput import (
+    ThroughputModel,
+    imperfect_scaling,
+    placement_speed,
+    scaling_curve,
+)
 from simulation.view import Clock, ClusterView
 
 COMPLETION, LOAN, TICK = 0, 1, 3
@@ -66,6 +72,7 @@ class EngineConfig:
     """
 
     restart_overhead: float = 63.0
+    scaling: str = "linear"  # default scaling curve, or "models" for the per-model table
     schedule_interval: float | None = None  # None: the policy's own interval
     sample_interval: float | None = None  # None: about 2,000 rows over the trace span
     scale_out_pause: float = 0.0
@@ -117,6 +124,14 @@ class Sampler:
     rows: list[dict[str, float]] = field(default_factory=list)
 
 
+def throughput_model(setting: str) -> ThroughputModel:
+    """`models`: each known model's own curve (EDL Fig. 2 strong scaling, `dlt_models`);
+    otherwise one curve for every model, e.g. `linear` or `power:0.9`."""
+    if setting == "models":
+        return strong_scaling_throughput()
+    return ThroughputModel(default=scaling_curve(setting))
+
+
 class Simulation:
     """One run of `policy` over `workload` on `cluster`; call `run()` once."""
 
@@ -136,7 +151,7 @@ class Simulation:
         self.policy = policy
         self.config = config or EngineConfig()
         self.inference_load = inference_load
-        self.throughput = throughput or ThroughputModel()
+        self.throughput = throughput or throughput_model(self.config.scaling)
         self.progress = progress
         self.state = ClusterState(cluster, allow_oversubscription=policy.shares_gpus)
         self.clock = Clock(0.0)

@@ -26,15 +26,16 @@ def engine_config(settings: Mapping[str, Any], *, seed: int) -> EngineConfig:
     defaults = EngineConfig()
     for key, raw in settings.items():
         if key not in _ENGINE_FIELDS or key == "seed":
-            raise InputError(f"unknown setting {key!r}", field=key)
+            raise InputError(f"unknown setting {key!r}", source="settings", field=key)
         default = getattr(defaults, key)
         kind = str if isinstance(default, str) else float if default is None else type(default)
         try:
             value = kind(raw)
         except (TypeError, ValueError):
-            raise InputError(f"expected {kind.__name__}, got {raw!r}", field=key) from None
+            raise InputError(f"expected {kind.__name__}, got {raw!r}", source="settings",
+                             field=key) from None
         if isinstance(value, int | float) and value < 0:
-            raise InputError(f"must not be negative, got {raw!r}", field=key)
+            raise InputError(f"must not be negative, got {raw!r}", source="settings", field=key)
         values[key] = value
     return EngineConfig(**values)
 

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from simulation.errors import InputError
 from simulation.model import JobSpec
 
 
@@ -63,6 +64,27 @@ class Table:
 
 
 CURVES: dict[str, type] = {"linear": Linear, "power": PowerLaw, "amdahl": Amdahl}
+
+
+def scaling_curve(text: str) -> ScalingCurve:
+    """Parse a curve setting: `linear`, `power:ALPHA` or `amdahl:SERIAL_FRACTION`."""
+    name, _, arg = text.partition(":")
+    cls = CURVES.get(name.strip())
+    if cls is None:
+        raise InputError(
+            f"unknown scaling curve {name!r} (known: {', '.join(CURVES)}, models)",
+            source="settings", field="scaling",
+        )
+    if cls is Linear:
+        return Linear()
+    try:
+        value = float(arg)
+    except ValueError:
+        raise InputError(f"{name} needs a number, as in {name}:0.9", source="settings",
+                         field="scaling") from None
+    if not 0 < value <= 1:
+        raise InputError(f"{name}:{arg} must lie in (0, 1]", source="settings", field="scaling")
+    return cls(value)
 
 
 @dataclass(slots=True)

@@ -48,9 +48,10 @@ class Tiresias(Policy):
             self._bounds = [float(x) for x in str(self.thresholds).split(",") if x.strip()]
         except ValueError:
             raise InputError(f"expected comma-separated numbers, got {self.thresholds!r}",
-                             field="thresholds") from None
+                             source="settings", field="thresholds") from None
         if self._bounds != sorted(self._bounds) or any(b <= 0 for b in self._bounds):
-            raise InputError("thresholds must be positive and ascending", field="thresholds")
+            raise InputError("thresholds must be positive and ascending", source="settings",
+                             field="thresholds")
         # job id -> (attained GPU·s, executed s) at its last promotion
         self._reset: dict[str, tuple[float, float]] = {}
         self._keys = QueuedKeyCache()  # without promotion a waiting job's key is frozen

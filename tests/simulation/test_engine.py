@@ -143,3 +143,27 @@ def test_tiresias_promotion_resets_service_of_a_starving_job():
     _, on = run(training_cluster(1, 1), jobs, "tiresias", promote_knob=1)
     assert ends(off)["a"] > max(v for k, v in ends(off).items() if k != "a")
     assert ends(on)["a"] < max(v for k, v in ends(on).items() if k != "a")
+
+
+@pytest.mark.parametrize(("scaling", "end"), [("linear", 100), ("power:0.5", 50)])
+def test_scaling_curve_setting_stretches_a_shrunk_job(scaling, end):
+    # Measured at 4 GPUs, run on 1: linear takes 4× as long, g**0.5 only 2× (4**0.5).
+    jobs = workload(JobSpec("j", 0, 4, 25, min_workers=1, max_workers=4))
+
+    class OneGpu(Policy):
+        name = "test-one-gpu"
+        interval = None
+
+        def schedule(self, view):
+            for job_id in list(view.queue):
+                yield Launch(job_id, (Slot("training-1", 1),))
+
+    sim = Simulation(training_cluster(1, 4), jobs, OneGpu(),
+                     config=EngineConfig(scaling=scaling))
+    assert ends(sim.run()) == {"j": end}
+
+
+def test_unknown_scaling_curve_is_a_user_error():
+    with pytest.raises(InputError, match="unknown scaling curve"):
+        Simulation(training_cluster(1, 1), workload(JobSpec("a", 0, 1, 1)),
+                   create_policy("fifo"), config=EngineConfig(scaling="quadratic"))

@@ -1,0 +1,91 @@
+"""`python -m simulation` end to end: outputs on disk, and exit code 2 for user errors."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+
+from simulation.cli import main
+
+TRACES = Path(__file__).resolve().parents[2].parent / "shared" / "traces"
+pytestmark = pytest.mark.skipif(not TRACES.is_dir(), reason=f"{TRACES} not present")
+TIRESIAS = ["--cluster", str(TRACES / "tiresias_cluster_spec_n16g4.csv"),
+            "--trace", str(TRACES / "tiresias_60_job.csv")]
+
+
+def test_run_writes_the_result_contract(tmp_path, capsys):
+    assert main(["run", *TIRESIAS, "--policy", "tiresias", "--out", str(tmp_path)]) == 0
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    for key in ("policy", "jobs", "jct", "queuing", "makespan", "preemptions",
+                "preemption_ratio", "scaling_ops", "gpu_utilization", "wall_seconds"):
+        assert key in summary
+    assert set(summary["jct"]) == {"mean", "median", "p95", "p99"}
+    assert set(summary["gpu_utilization"]) >= {"training", "overall"}
+    with (tmp_path / "jobs.csv").open() as handle:
+        rows = list(csv.DictReader(handle))
+    assert len(rows) == summary["jobs"] == 60
+    assert {"job_id", "submit", "start", "end", "jct", "queuing", "preemptions"} <= set(rows[0])
+    header = (tmp_path / "timeseries.csv").read_text().splitlines()[0].split(",")
+    assert {"time", "util_training", "on_loan_servers", "queue_length"} <= set(header)
+    assert "tiresias" in capsys.readouterr().out
+
+
+def test_same_seed_same_bytes(tmp_path):
+    for out in ("a", "b"):
+        main(["run", *TIRESIAS, "--policy", "srtf", "--seed", "3", "--out", str(tmp_path / out)])
+    for name in ("jobs.csv", "timeseries.csv"):
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
+
+
+def test_compare_writes_one_folder_per_policy_and_a_table(tmp_path, capsys):
+    argv = ["compare", *TIRESIAS, "--policy", "fifo", "--policy", "sjf", "--out", str(tmp_path)]
+    assert main(argv) == 0
+    assert (tmp_path / "fifo" / "summary.json").is_file()
+    assert (tmp_path / "sjf" / "jobs.csv").is_file()
+    with (tmp_path / "comparison.csv").open() as handle:
+        assert [row["policy"] for row in csv.DictReader(handle)] == ["fifo", "sjf"]
+    out = capsys.readouterr().out
+    assert "fifo" in out and "sjf" in out
+
+
+def test_policies_lists_parameters(capsys):
+    assert main(["policies"]) == 0
+    out = capsys.readouterr().out
+    assert "tiresias:" in out and "thresholds" in out and "backfill" in out
+
+
+@pytest.mark.parametrize(
+    ("trace_text", "settings", "message"),
+    [
+        ("job_id,submit_time,num_gpus,duration\na,0,2,100\nb,5,abc,10\n", [],
+         "line 3, field 'num_gpus'"),
+        ("job_id,submit_time,duration\na,0,100\n", [], "num_gpus"),
+        ("job_id,submit_time,num_gpus,duration\na,0,-2,100\n", [], "line 2, field 'num_gpus'"),
+        ("job_id,submit_time,num_gpus,duration\na,0,2,100\n", ["--set", "bogus=1"],
+         "field 'bogus'"),
+        ("job_id,submit_time,num_gpus,duration\na,0,2,100\n", ["--set", "thresholds=x"],
+         "field 'thresholds'"),
+        ("job_id,submit_time,num_gpus,duration\na,0,128,100\n", [], "needs at least 128 GPUs"),
+    ],
+)
+def test_user_errors_exit_2_with_file_line_and_field(tmp_path, capsys, trace_text, settings,
+                                                     message):
+    trace = tmp_path / "trace.csv"
+    trace.write_text(trace_text)
+    argv = ["run", "--cluster", str(TRACES / "tiresias_cluster_spec_n16g4.csv"),
+            "--trace", str(trace), "--policy", "tiresias", *settings, "--out", str(tmp_path / "o")]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err
+    assert "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_missing_file_exits_2(tmp_path, capsys):
+    argv = ["run", "--cluster", str(tmp_path / "none.yaml"), "--trace", str(tmp_path / "t.csv"),
+            "--policy", "fifo", "--out", str(tmp_path / "o")]
+    assert main(argv) == 2
+    assert "none.yaml" in capsys.readouterr().err
