@@ -9,6 +9,7 @@ from typing import Any
 from django.db.models import Count
 
 from planner.clusters.models import Cluster, ServerStatus
+from planner.live import selectors as live_selectors
 from planner.scenarios import selectors as scenario_selectors
 from planner.scenarios.models import Run, RunStatus, Scenario, Sweep
 from planner.scenarios.services import SWEEP_METRICS
@@ -128,3 +129,47 @@ def sweep_points(*, sweep: Sweep, metric: str) -> list[dict[str, Any]]:
             rows.append({"policy": run.policy, "variant": run.variant, "seed": run.seed,
                          "value": float(value)})
     return rows
+
+
+# --- Live jobs and decisions -----------------------------------------------------------------
+
+LIVE_ROWS = 100
+
+
+def cluster_live_jobs(*, cluster: Cluster, limit: int = LIVE_ROWS) -> list[dict[str, Any]]:
+    """Queued and running jobs with their allocation and placement (server: GPUs)."""
+    rows = []
+    for job in live_selectors.job_list(cluster=cluster, active=True)[:limit]:
+        placement = [f"{p.server.name}: {p.gpus}{' (flexible)' if p.flexible else ''}"
+                     for p in job.placements.all()]
+        rows.append({"job": job, "gpus": sum(p.gpus for p in job.placements.all()),
+                     "placement": placement})
+    return rows
+
+
+def cluster_decisions(*, cluster: Cluster, limit: int = LIVE_ROWS) -> list[dict[str, Any]]:
+    """The newest decisions, each with a one-line account of what it did."""
+    return [{"decision": d, "summary": decision_summary(kind=d.kind, response=d.response)}
+            for d in live_selectors.decision_list(cluster=cluster)[:limit]]
+
+
+def decision_summary(*, kind: str, response: dict[str, Any]) -> str:
+    """Loans, reclaims with the jobs they preempted, launches, scale-outs and scale-ins."""
+    parts = []
+    servers = response.get("servers") or []
+    if kind == "loan":
+        parts.append(f"lent {len(servers)} server(s): {', '.join(servers)}")
+    if kind == "reclaim":
+        parts.append(f"reclaimed {len(servers)} server(s): {', '.join(servers)}")
+    for key, verb in (("preempted_jobs", "preempted"), ("preempt", "preempted")):
+        if response.get(key):
+            parts.append(f"{verb} {', '.join(map(str, response[key]))}")
+    for key, verb in (("launch", "launched"), ("scale_out", "scaled out"),
+                      ("scale_in", "scaled in"), ("scaled_in", "scaled in"),
+                      ("migrate", "migrated")):
+        entries = response.get(key) or []
+        if entries:
+            parts.append(f"{verb} {', '.join(str(e.get('job', e)) for e in entries)}")
+    if response.get("collateral_gpus"):
+        parts.append(f"{response['collateral_gpus']} collateral GPU(s)")
+    return "; ".join(parts) or "no change"

@@ -72,6 +72,8 @@ def _cluster_live_context(*, cluster_id: int) -> dict:
             figures.server_state_figure({p.name: p.by_status for p in pools}),
         ))
     return {"cluster": cluster, "pools": pools, "totals": _totals(pools),
+            "jobs": selectors.cluster_live_jobs(cluster=cluster),
+            "decisions": selectors.cluster_decisions(cluster=cluster),
             "charts": chart_payloads(charts), "filename_prefix": f"cluster-{cluster.name}"}
 
 

@@ -89,3 +89,36 @@ def test_pages_ask_anonymous_visitors_to_sign_in(client):
     assert response.status_code == 302
     assert response["Location"].startswith(reverse("dashboard:login"))
     assert client.get(reverse("dashboard:login")).status_code == 200
+
+
+def test_overview_lists_live_jobs_with_placement_and_the_decision_log(viewer, cluster):
+    from planner.live.models import Decision, Job, Placement
+
+    job = Job.objects.create(cluster=cluster, name="job-a", status="running", num_gpus=8,
+                             min_workers=4, max_workers=8, duration_seconds=600,
+                             remaining_seconds=300)
+    servers = Server.objects.filter(pool__name="inference").order_by("id")
+    Placement.objects.create(job=job, server=servers[0], gpus=4)
+    Placement.objects.create(job=job, server=servers[1], gpus=4, flexible=True)
+    Job.objects.create(cluster=cluster, name="job-done", status="finished", num_gpus=1,
+                       duration_seconds=60, remaining_seconds=0)
+    Decision.objects.create(cluster=cluster, kind="reclaim", stateful=True, request={},
+                            response={"strategy": "aryl", "servers": ["inf-1", "inf-2"],
+                                      "preempted_jobs": ["job-b"],
+                                      "scaled_in": [{"job": "job-a", "workers": 2}],
+                                      "collateral_gpus": 0})
+
+    response = viewer.get(reverse("dashboard:cluster-live", args=[cluster.pk]))
+    html = response.content.decode()
+    (row,) = response.context["jobs"]
+    assert row["job"].name == "job-a" and row["gpus"] == 8
+    assert row["placement"] == [f"{servers[0].name}: 4", f"{servers[1].name}: 4 (flexible)"]
+    assert "job-done" not in html
+    assert ("reclaimed 2 server(s): inf-1, inf-2; preempted job-b; scaled in job-a"
+            in response.context["decisions"][0]["summary"])
+
+
+def test_overview_without_jobs_or_decisions_says_so(viewer, cluster):
+    html = viewer.get(reverse("dashboard:cluster-detail", args=[cluster.pk])).content.decode()
+    assert "No job is queued or running" in html
+    assert "No decision has been taken" in html
