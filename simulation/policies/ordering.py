@@ -66,20 +66,24 @@ def preemptive_schedule(view: ClusterView, ordered: list[JobView]) -> Iterator[D
     """
     budget = training_capacity(view)
     keep: set[str] = set()
-    for job in ordered:
-        if job.status == JobStatus.RUNNING and not job.spec.preemptible:
+    for job in view.running.values():
+        if not job.spec.preemptible:
             keep.add(job.job_id)
             budget -= job.gpus
-    chosen: list[JobView] = []
+    waiting: list[JobView] = []  # queued jobs inside the chosen set
     for job in ordered:
-        if job.job_id in keep:
+        if budget <= 0:
+            break  # nothing further can fit
+        job_id = job.job_id
+        if job_id in keep:
             continue
-        need = job.gpus if job.status == JobStatus.RUNNING else job.spec.num_gpus
+        running = job.status == JobStatus.RUNNING
+        need = job.gpus if running else job.spec.num_gpus
         if need <= budget:
             budget -= need
-            keep.add(job.job_id)
-            chosen.append(job)
-    waiting = [job for job in chosen if job.status == JobStatus.QUEUED]
+            keep.add(job_id)
+            if not running:
+                waiting.append(job)
     if not waiting:
         return
     for job in list(view.running.values()):
