@@ -24,11 +24,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from simulation.decisions import Launch, Placement, Slot
+from simulation.decisions import Placement, Slot
 from simulation.engine import EngineConfig, Simulation
 from simulation.errors import InputError, InvalidDecision
 from simulation.model import ClusterSpec, GpuType, JobSpec, PoolKind, PoolSpec, Workload
 from simulation.policies.base import Policy
+from simulation.state import JobState, JobStatus
 
 SOURCE = "request"
 JOB_STATUSES = ("queued", "running")
@@ -194,13 +195,88 @@ def parse_snapshot(state: Any, *, queue: Any = None, path: str = "state") -> Sna
         entries += [(f"queue[{i}]", raw, "queued") for i, raw in
                     enumerate(_list(queue, "queue"))]
     for where, raw, forced in entries:
-        job = _job(_object(raw, where), where, forced, seen)
+        job = _job_fast(raw, where, forced, seen) or _job(_object(raw, where), where, forced,
+                                                         seen)
         if job.spec.job_id in job_ids:
             raise _fail(f"{where}.id", f"job {job.spec.job_id!r} is listed twice")
         job_ids.add(job.spec.job_id)
         jobs.append(job)
     now = _float(data, "now", path, max((j.spec.submit_time for j in jobs), default=0.0))
     return Snapshot(spec=spec, on_loan=tuple(on_loan), jobs=tuple(jobs), now=now)
+
+
+def _job_fast(data: Any, path: str, forced: str | None, servers: set[str]) -> SnapshotJob | None:
+    """`_job` for the common, valid entry in one pass without per-field helper calls.
+
+    Returns None on anything unusual (a missing, mistyped or out-of-range value, a bool
+    where a number goes), and the caller then runs `_job`, which names the error; so both
+    paths accept exactly the same entries and build the same `SnapshotJob`.
+    """
+    if type(data) is not dict:
+        return None
+    get = data.get
+    job_id = get("id")
+    status = forced or get("status", "queued")
+    per_worker = get("gpus_per_worker", 1)
+    if (type(job_id) is not str or not job_id.strip() or status not in JOB_STATUSES
+            or type(per_worker) is not int or per_worker < 1):
+        return None
+    raw = get("placement", [])
+    if type(raw) is not list:
+        return None
+    slots = []
+    held = 0
+    for entry in raw:
+        if type(entry) is not dict:
+            return None
+        server = entry.get("server")
+        gpus = entry.get("gpus")
+        flexible = entry.get("flexible", False)
+        if (type(server) is not str or server not in servers or type(gpus) is not int
+                or gpus < 1 or type(flexible) is not bool):
+            return None
+        slots.append(Slot(server, gpus, flexible))
+        held += gpus
+    if (status == "running") != bool(slots):
+        return None
+    held_workers = held // per_worker
+    min_workers = get("min_workers", held_workers or 1)
+    if type(min_workers) is not int or min_workers < 1:
+        return None
+    max_workers = get("max_workers", max(min_workers, held_workers))
+    if type(max_workers) is not int or max_workers < min_workers:
+        return None
+    num_gpus = get("num_gpus", (held_workers or min_workers) * per_worker)
+    if (type(num_gpus) is not int or num_gpus < per_worker or num_gpus % per_worker
+            or not min_workers <= num_gpus // per_worker <= max_workers):
+        return None
+    remaining = get("remaining_seconds")
+    if type(remaining) not in _NUMBER or not 0 <= remaining < math.inf:
+        return None
+    duration = get("duration", remaining)
+    submit = get("submit_time", 0.0)
+    model = get("model", "generic")
+    gpu_type = get("gpu_type")
+    preemptible = get("preemptible", True)
+    priority = get("priority", 0)
+    if (type(duration) not in _NUMBER or not 0 <= duration < math.inf
+            or type(submit) not in _NUMBER or not 0 <= submit < math.inf
+            or type(model) is not str or not model.strip()
+            or (gpu_type and (type(gpu_type) is not str or not gpu_type.strip()))
+            or type(preemptible) is not bool
+            or type(priority) is not int or priority < -(2**31)):
+        return None
+    remaining, duration = float(remaining), float(duration)
+    spec = JobSpec(
+        job_id=job_id, submit_time=float(submit), num_gpus=num_gpus,
+        duration=max(duration, remaining), model=model, gpus_per_worker=per_worker,
+        min_workers=min_workers, max_workers=max_workers, gpu_type=gpu_type,
+        preemptible=preemptible, priority=priority,
+    )
+    return SnapshotJob(spec, status, tuple(slots), remaining, path)
+
+
+_NUMBER = (int, float)
 
 
 def _gpu_types(raw: Any, path: str) -> dict[str, GpuType]:
@@ -279,8 +355,12 @@ def snapshot_simulation(snapshot: Snapshot, policy: Policy, *,
                         config: EngineConfig | None = None) -> Simulation:
     """A `Simulation` paused at `snapshot.now` holding the snapshot's loans and jobs.
 
-    Running jobs are launched through `Simulation.apply`, so the engine checks their
-    placements; a refused one becomes an `InputError` naming the job's placement.
+    Running jobs are placed with the engine's own `ClusterState.check_placement`, in submit
+    order, so a refused placement becomes an `InputError` naming the job's placement exactly
+    as `Simulation.apply(Launch)` would refuse it. They are put straight into the running
+    set rather than launched through `apply`: a decision never advances the clock, so the
+    completion events and rates a launch computes would never be read (a resize or
+    preemption in the decision recomputes its job's own).
     """
     ordered = sorted(snapshot.jobs, key=lambda j: j.spec.submit_time)
     capacity: dict[str | None, int] = {None: snapshot.spec.total_gpus}
@@ -293,21 +373,28 @@ def snapshot_simulation(snapshot: Snapshot, policy: Policy, *,
                         f"{capacity.get(job.spec.gpu_type, 0)}")
     sim = Simulation(snapshot.spec, Workload(tuple(j.spec for j in ordered), SOURCE), policy,
                      config=config or EngineConfig(restart_overhead=0.0))
-    sim.clock.now = snapshot.now
+    now = snapshot.now
+    sim.clock.now = now
+    state = sim.state
     for sid in snapshot.on_loan:
-        sim.state.set_on_loan(sid, True)
+        state.set_on_loan(sid, True)
+    launched: list[tuple[SnapshotJob, JobState]] = []
     for job in ordered:
-        state = sim.state.add_job(job.spec)
-        sim.view.register(state)
-        state.last_update = snapshot.now
-        state.remaining_work = job.remaining_seconds  # as reported, not the whole duration
-        sim.state.enqueue(state, snapshot.now)
-    for job in ordered:
-        if job.status != "running":
-            continue
+        record = state.add_job(job.spec)
+        sim.view.register(record)
+        record.last_update = now
+        record.remaining_work = job.remaining_seconds  # as reported, not the whole duration
+        if job.status == "running":
+            launched.append((job, record))
+        state.enqueue(record, now)
+    for job, record in launched:
         try:
-            sim.apply(Launch(job.spec.job_id, job.placement))
+            state.check_placement(record, job.placement)
         except InvalidDecision as exc:
             raise _fail(f"{job.path}.placement", str(exc)) from None
-    sim.counters.decisions = 0
+        del state.queue[record.job_id]
+        state.occupy(record, job.placement)
+        state.running[record.job_id] = record
+        record.status = JobStatus.RUNNING
+        record.first_start = now
     return sim
