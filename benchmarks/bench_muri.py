@@ -21,7 +21,7 @@ from simulation.runner import run_simulation
 from simulation.workloads import load_cluster_spec, load_trace
 
 TRACES = Path(__file__).resolve().parents[1].parent / "shared" / "traces"
-POLICIES = ("muri-s", "muri-l", "srsf", "srtf", "tiresias")
+POLICIES = ("muri-s", "muri-l", "srsf", "srtf", "tiresias", "themis", "antman")
 
 
 def bench_policy_grouping(cluster, trace: Workload) -> None:
