@@ -97,77 +97,108 @@ class ReclaimSelection:
 
 
 class _Instance:
-    """Index of who holds base and flexible workers on which on-loan server."""
+    """Who holds base and flexible workers on which on-loan server, as numpy arrays.
 
-    def __init__(self, on_loan: Sequence[str], jobs: Sequence[HostedJob], count: int) -> None:
+    Slots are flattened once; the (job, server) pairs on on-loan servers are kept in CSR form
+    by job and by server, both in job order, so Algorithm 1 updates a few array entries per
+    preemption instead of per-server Python sets.
+    """
+
+    def __init__(
+        self, on_loan: Sequence[str], jobs: Sequence[HostedJob], count: int, cost: str = "server"
+    ) -> None:
         if len(set(on_loan)) != len(on_loan):
             raise ValueError("on-loan server ids must be unique")
         if not 0 <= count <= len(on_loan):
             raise ValueError(f"cannot reclaim {count} of {len(on_loan)} on-loan servers")
+        if cost not in ("server", "gpu"):
+            raise ValueError(f"unknown reclaim cost {cost!r} (server or gpu)")
         self.servers = list(on_loan)
         self.index = {sid: i for i, sid in enumerate(self.servers)}
-        self.jobs = {job.job_id: job for job in jobs}
-        n = len(self.servers)
-        self.base: list[dict[str, None]] = [{} for _ in range(n)]  # ordered sets
-        self.flex: list[dict[str, None]] = [{} for _ in range(n)]
-        self.used = [0] * n
-        self.job_servers: dict[str, list[int]] = {}
-        self.share: dict[str, float] = {}
-        for job in jobs:
-            on = {slot.server for slot in job.slots}
-            self.share[job.job_id] = 1.0 / len(on) if on else 0.0
-            base_here: dict[int, None] = {}
-            for slot in job.slots:
-                i = self.index.get(slot.server)
-                if i is None:
-                    continue
-                self.used[i] += slot.gpus
-                if slot.flexible:
-                    self.flex[i][job.job_id] = None
-                else:
-                    self.base[i][job.job_id] = None
-                    base_here[i] = None
-            self.job_servers[job.job_id] = list(base_here)
-        self.gpu_share: dict[tuple[str, int], float] | None = None
+        self.jobs = list(jobs)
+        self.job_ids = [job.job_id for job in self.jobs]
+        n, m = len(self.servers), len(self.jobs)
+        index = self.index
+        slots = [slot for job in self.jobs for slot in job.slots]
+        slot_job = np.repeat(np.arange(m), [len(job.slots) for job in self.jobs])
+        slot_server = np.fromiter((index.get(s.server, -1) for s in slots), np.int64, len(slots))
+        slot_gpus = np.fromiter((s.gpus for s in slots), np.int64, len(slots))
+        slot_flexible = np.fromiter((s.flexible for s in slots), bool, len(slots))
+        self.total_gpus = np.bincount(slot_job, weights=slot_gpus, minlength=m).astype(np.int64)
 
-    def weight(self, job_id: str, i: int) -> float:
-        """What job `job_id` adds to server `i`'s preemption cost."""
-        if self.gpu_share is None:
-            return self.share[job_id]
-        return self.gpu_share[job_id, i]
+        here = slot_server >= 0
+        key = slot_job[here] * max(n, 1) + slot_server[here]
+        pairs, inverse = np.unique(key, return_inverse=True)  # (job, server), job-major
+        pair_job, pair_server = pairs // max(n, 1), pairs % max(n, 1)
+        pair_gpus = np.bincount(inverse, weights=slot_gpus[here], minlength=len(pairs))
+        is_flexible = slot_flexible[here]
+        pair_base = np.bincount(inverse, weights=~is_flexible, minlength=len(pairs)) > 0
+        pair_flex = np.bincount(inverse, weights=is_flexible, minlength=len(pairs)) > 0
+        self.used = np.bincount(slot_server[here], weights=slot_gpus[here], minlength=n)
 
-    def use_gpu_fractions(self) -> None:
-        self.gpu_share = {}
-        for job_id, servers in self.job_servers.items():
-            slots = self.jobs[job_id].slots
-            total = sum(s.gpus for s in slots)
-            for i in servers:
-                here = sum(s.gpus for s in slots if s.server == self.servers[i])
-                self.gpu_share[job_id, i] = here / total
+        # Base pairs by job (`base_server`, `job_ptr`) and by server (`server_job`, `base_ptr`).
+        self.base_job = pair_job[pair_base]
+        self.base_server = pair_server[pair_base]
+        self.job_ptr = np.searchsorted(self.base_job, np.arange(m + 1))
+        by_server = np.argsort(self.base_server, kind="stable")
+        self.server_job = self.base_job[by_server]
+        self.base_ptr = np.searchsorted(self.base_server[by_server], np.arange(n + 1))
+        self.base_count = np.diff(self.base_ptr)
+        flex_job, flex_server = pair_job[pair_flex], pair_server[pair_flex]
+        by_server = np.argsort(flex_server, kind="stable")
+        self.flex_job = flex_job[by_server]
+        self.flex_ptr = np.searchsorted(flex_server[by_server], np.arange(n + 1))
+        self.flex_count = np.diff(self.flex_ptr)
 
-    def selection(self, chosen: Sequence[int], preempted: Sequence[str]) -> ReclaimSelection:
+        base_gpus = pair_gpus[pair_base].astype(np.int64)
+        self.collateral = self.total_gpus[self.base_job] - base_gpus  # per base pair
+        if cost == "gpu":
+            self.weight = base_gpus / self.total_gpus[self.base_job]
+        else:
+            distinct = np.array([len(job.slots) if len(job.slots) < 2
+                                 else len({s.server for s in job.slots}) for job in self.jobs],
+                                dtype=np.int64)
+            with np.errstate(divide="ignore"):
+                share = np.where(distinct > 0, 1.0 / np.maximum(distinct, 1), 0.0)
+            self.weight = share[self.base_job]
+
+    def initial_costs(self) -> np.ndarray:
+        """Each server's preemption cost, summed in job order like Algorithm 1's loop."""
+        return np.bincount(self.base_server, weights=self.weight, minlength=len(self.servers))
+
+    def base_jobs(self, i: int) -> list[int]:
+        return self.server_job[self.base_ptr[i]:self.base_ptr[i + 1]].tolist()
+
+    def flexible_jobs(self, i: int) -> list[int]:
+        return self.flex_job[self.flex_ptr[i]:self.flex_ptr[i + 1]].tolist()
+
+    def job_servers(self, j: int) -> list[int]:
+        """On-loan servers holding base workers of job `j`."""
+        return self.base_server[self.job_ptr[j]:self.job_ptr[j + 1]].tolist()
+
+    def selection(self, chosen: Sequence[int], preempted: Sequence[int]) -> ReclaimSelection:
         returned = {self.servers[i] for i in chosen}
         gone = set(preempted)
         collateral = sum(
             slot.gpus
-            for job_id in preempted
-            for slot in self.jobs[job_id].slots
+            for j in preempted
+            for slot in self.jobs[j].slots
             if slot.server not in returned
         )
         scaled: list[ScaleIn] = []
-        seen: set[str] = set()
+        seen: set[int] = set()
         for i in chosen:
-            for job_id in self.flex[i]:
-                if job_id in gone or job_id in seen:
+            for j in self.flexible_jobs(i):
+                if j in gone or j in seen:
                     continue
-                seen.add(job_id)
-                job = self.jobs[job_id]
+                seen.add(j)
+                job = self.jobs[j]
                 keep = tuple(s for s in job.slots if not (s.flexible and s.server in returned))
                 removed = sum(s.gpus for s in job.slots) - sum(s.gpus for s in keep)
-                scaled.append(ScaleIn(job_id, removed // job.gpus_per_worker, keep))
+                scaled.append(ScaleIn(job.job_id, removed // job.gpus_per_worker, keep))
         return ReclaimSelection(
             servers=tuple(self.servers[i] for i in chosen),
-            preempted_jobs=tuple(preempted),
+            preempted_jobs=tuple(self.job_ids[j] for j in preempted),
             scaled_in=tuple(scaled),
             collateral_gpus=collateral,
         )
@@ -181,104 +212,107 @@ def select_reclaim_servers(
     `cost="gpu"` swaps in Table 1's rejected definition (each job's share of its GPUs on the
     server) so the comparison the paper makes can be rerun.
     """
-    inst = _Instance(on_loan, jobs, count)
-    if cost == "gpu":
-        inst.use_gpu_fractions()
-    elif cost != "server":
-        raise ValueError(f"unknown reclaim cost {cost!r} (server or gpu)")
+    inst = _Instance(on_loan, jobs, count, cost)
     n = len(inst.servers)
-    free = [i for i in range(n) if not inst.base[i] and not inst.flex[i]]
-    flexible_only = sorted(
-        (i for i in range(n) if not inst.base[i] and inst.flex[i]),
-        key=lambda i: (len(inst.flex[i]), inst.used[i], i),
-    )
-    chosen = (free + flexible_only)[:count]
+    unused = inst.base_count == 0
+    free = np.flatnonzero(unused & (inst.flex_count == 0))
+    flexible_only = np.flatnonzero(unused & (inst.flex_count > 0))
+    flexible_only = flexible_only[np.lexsort((flexible_only, inst.used[flexible_only],
+                                              inst.flex_count[flexible_only]))]
+    chosen = np.concatenate((free, flexible_only))[:count].tolist()
     need = count - len(chosen)
-    preempted: list[str] = []
+    preempted: list[int] = []
     if need > 0:
-        picked = _algorithm_one(inst, set(chosen), need, preempted)
-        chosen.extend(picked)
+        taken = np.zeros(n, dtype=bool)
+        taken[chosen] = True
+        chosen.extend(_algorithm_one(inst, taken, need, preempted))
     return inst.selection(chosen, preempted)
 
 
-def _algorithm_one(inst: _Instance, taken: set[int], need: int, preempted: list[str]) -> list[int]:
+def _algorithm_one(
+    inst: _Instance, taken: np.ndarray, need: int, preempted: list[int]
+) -> list[int]:
     """Pick `need` servers by server-fraction cost, preempting as it goes (Algorithm 1).
 
-    Tie-break keys are cached and invalidated two hops around each preemption (a key reads
-    the alive jobs of the server and of the servers it shares jobs with).
+    Costs and tie-break keys per server live in arrays updated only on the servers of each
+    preempted job. The keys (module doc) are packed as `jobs · scale + collateral` so one
+    argmin breaks most ties; the costly "servers vacated" count is computed only when
+    candidates tied on jobs preempted have a job spanning servers, and cached until a
+    preemption nearby.
     """
     n = len(inst.servers)
-    alive: list[set[str]] = [set(jobs) for jobs in inst.base]
-    neighbours: list[set[int]] = [set() for _ in range(n)]
-    cost = np.zeros(n)
-    for job_id, servers in inst.job_servers.items():
-        for i in servers:
-            cost[i] += inst.weight(job_id, i)
-            neighbours[i].update(servers)
-    for i in taken:
-        cost[i] = math.inf
-    keys: dict[int, tuple[int, int, int, int]] = {}
-
-    def key(i: int) -> tuple[int, int, int, int]:
-        if i not in keys:
-            keys[i] = _tie_key(inst, alive, taken, i)
-        jobs, vacated, collateral, order = keys[i]
-        return jobs, -min(vacated, need - 1), collateral, order
-
+    cost = inst.initial_costs()
+    cost[taken] = math.inf
+    alive = [True] * len(inst.jobs)
+    collateral = np.bincount(inst.base_server, weights=inst.collateral,
+                             minlength=n).astype(np.int64)
+    scale = int(collateral.max(initial=0)) + 1
+    rank = inst.base_count * scale + collateral  # jobs preempted, then collateral GPUs
+    job_ptr = inst.job_ptr.tolist()
+    base_server = inst.base_server.tolist()
+    weight = inst.weight.tolist()
+    pair_rank = (inst.collateral + scale).tolist()
+    # Servers whose base jobs all run on them alone vacate no other server.
+    spans = np.diff(inst.job_ptr) > 1
+    spread = np.bincount(inst.base_server, weights=spans[inst.base_job], minlength=n) > 0
+    known: dict[int, int] = {}  # server -> servers vacated, until a preemption nearby
     picked: list[int] = []
     while need > 0:
         if need == 1 and not picked:
-            best = min((i for i in range(n) if i not in taken), key=key)
+            ties = np.flatnonzero(~taken)
         else:
             ties = np.flatnonzero(cost <= cost.min() + _TIE)
-            best = int(min(ties.tolist(), key=key))
+        if len(ties) > 1 and need > 1 and spread[ties].any():
+            counts = rank[ties] // scale
+            ties = ties[counts == counts.min()]
+            if spread[ties].any():
+                vacated = np.zeros(len(ties), dtype=np.int64)
+                for k, i in enumerate(ties.tolist()):
+                    if spread[i]:
+                        if i not in known:
+                            known[i] = _vacated(inst, alive, taken, i)
+                        vacated[k] = min(known[i], need - 1)
+                ties = ties[vacated == vacated.max()]
+        best = int(ties[np.argmin(rank[ties])]) if len(ties) > 1 else int(ties[0])
         picked.append(best)
-        taken.add(best)
+        taken[best] = True
         cost[best] = math.inf
         hit = {best}
-        for job_id in [j for j in inst.base[best] if j in alive[best]]:
-            preempted.append(job_id)
-            for i in inst.job_servers[job_id]:
+        for j in inst.base_jobs(best):
+            if not alive[j]:
+                continue
+            alive[j] = False
+            preempted.append(j)
+            for p in range(job_ptr[j], job_ptr[j + 1]):
+                i = base_server[p]
                 hit.add(i)
-                alive[i].discard(job_id)
-                if i not in taken:
-                    cost[i] -= inst.weight(job_id, i)
-        for i in hit:
-            keys.pop(i, None)
-            for k in neighbours[i]:
-                keys.pop(k, None)
+                rank[i] -= pair_rank[p]
+                if not taken[i]:
+                    cost[i] -= weight[p]
+        if known:
+            for h in hit:
+                known.pop(h, None)
+                for j in inst.base_jobs(h):
+                    for k in inst.job_servers(j):
+                        known.pop(k, None)
         need -= 1
     return picked
 
 
-def _tie_key(
-    inst: _Instance, alive: list[set[str]], taken: set[int], i: int
-) -> tuple[int, int, int, int]:
-    """(jobs preempted, other servers vacated, collateral GPUs, cluster order)."""
-    jobs = alive[i]
-    touched: set[int] = set()
-    collateral = 0
-    for job_id in jobs:
-        for slot in inst.jobs[job_id].slots:
-            if inst.index.get(slot.server) != i:
-                collateral += slot.gpus
-        touched.update(k for k in inst.job_servers[job_id] if k != i and k not in taken)
-    vacated = sum(1 for k in touched if alive[k] <= jobs)
-    return (len(jobs), vacated, collateral, i)
+def _vacated(inst: _Instance, alive: list[bool], taken: np.ndarray, i: int) -> int:
+    """Other untaken on-loan servers left without base workers if server `i`'s jobs stop."""
+    jobs = {j for j in inst.base_jobs(i) if alive[j]}
+    touched = {k for j in jobs for k in inst.job_servers(j) if k != i and not taken[k]}
+    return sum(1 for k in touched
+               if all(j in jobs or not alive[j] for j in inst.base_jobs(k)))
 
 
 def server_preemption_costs(
     on_loan: Sequence[str], jobs: Sequence[HostedJob], *, cost: str = "server"
 ) -> dict[str, float]:
     """Each on-loan server's initial preemption cost (Table 1's last two columns)."""
-    inst = _Instance(on_loan, jobs, 0)
-    if cost == "gpu":
-        inst.use_gpu_fractions()
-    costs = dict.fromkeys(inst.servers, 0.0)
-    for job_id, servers in inst.job_servers.items():
-        for i in servers:
-            costs[inst.servers[i]] += inst.weight(job_id, i)
-    return costs
+    inst = _Instance(on_loan, jobs, 0, cost)
+    return dict(zip(inst.servers, inst.initial_costs().tolist(), strict=True))
 
 
 def select_reclaim_optimal(
@@ -296,26 +330,26 @@ def select_reclaim_optimal(
             f"optimal reclaim would try {combos} combinations "
             f"(limit {OPTIMAL_COMBINATION_LIMIT})"
         )
-    order = sorted(inst.jobs)
-    bit = {job_id: 1 << k for k, job_id in enumerate(order)}
-    masks = [sum(bit[j] for j in inst.base[i]) for i in range(n)]
-    gpus = {job_id: sum(s.gpus for s in inst.jobs[job_id].slots) for job_id in order}
-    here = [
-        {job_id: sum(s.gpus for s in inst.jobs[job_id].slots if s.server == inst.servers[i])
-         for job_id in inst.base[i]}
-        for i in range(n)
-    ]
+    order = sorted(range(len(inst.jobs)), key=lambda j: inst.job_ids[j])
+    bit = {j: 1 << k for k, j in enumerate(order)}
+    masks = [sum(bit[j] for j in inst.base_jobs(i)) for i in range(n)]
+    gpus = inst.total_gpus.tolist()
+    here: list[dict[int, int]] = [{} for _ in range(n)]
+    base_gpus = (inst.total_gpus[inst.base_job] - inst.collateral).tolist()
+    for j, i, g in zip(inst.base_job.tolist(), inst.base_server.tolist(), base_gpus,
+                       strict=True):
+        here[i][j] = g
     best: tuple[int, int] | None = None
     best_combo: tuple[int, ...] = ()
     for combo in itertools.combinations(range(n), count):
         mask = 0
         for i in combo:
             mask |= masks[i]
-        hit = [job_id for job_id in order if mask & bit[job_id]]
-        inside = {job_id: 0 for job_id in hit}
+        hit = [j for j in order if mask & bit[j]]
+        inside = {j: 0 for j in hit}
         for i in combo:
-            for job_id, g in here[i].items():
-                inside[job_id] += g
+            for j, g in here[i].items():
+                inside[j] += g
         score = (len(hit), sum(gpus[j] - inside[j] for j in hit))
         if best is None or score < best:
             best, best_combo = score, combo
