@@ -82,19 +82,24 @@ def cluster_snapshot(*, cluster: Cluster) -> dict[str, Any]:
         slots.setdefault(job_id, []).append({"server": server, "gpus": gpus,
                                              "flexible": flexible})
     jobs = []
-    for job in Job.objects.filter(cluster=cluster, status__in=ACTIVE_STATUSES).order_by(
-            "submitted_at", "id"):
+    running = JobStatus.RUNNING
+    for (pk, name, status, per_worker, min_workers, max_workers, num_gpus, duration,
+         remaining, model, preemptible, priority, submitted_at, gpu_type) in Job.objects.filter(
+            cluster=cluster, status__in=ACTIVE_STATUSES).order_by("submitted_at", "id") \
+            .values_list("id", "name", "status", "gpus_per_worker", "min_workers",
+                         "max_workers", "num_gpus", "duration_seconds", "remaining_seconds",
+                         "model", "preemptible", "priority", "submitted_at", "gpu_type"):
         entry: dict[str, Any] = {
-            "id": job.name, "status": job.status, "gpus_per_worker": job.gpus_per_worker,
-            "min_workers": job.min_workers, "max_workers": job.max_workers,
-            "num_gpus": job.num_gpus, "duration": job.duration_seconds,
-            "remaining_seconds": job.remaining_seconds, "model": job.model,
-            "preemptible": job.preemptible, "priority": job.priority,
-            "submit_time": round((job.submitted_at - origin).total_seconds(), 3),
-            "placement": slots.get(job.id, []) if job.status == JobStatus.RUNNING else [],
+            "id": name, "status": status, "gpus_per_worker": per_worker,
+            "min_workers": min_workers, "max_workers": max_workers,
+            "num_gpus": num_gpus, "duration": duration,
+            "remaining_seconds": remaining, "model": model,
+            "preemptible": preemptible, "priority": priority,
+            "submit_time": round((submitted_at - origin).total_seconds(), 3),
+            "placement": slots.get(pk, []) if status == running else [],
         }
-        if job.gpu_type:
-            entry["gpu_type"] = job.gpu_type
+        if gpu_type:
+            entry["gpu_type"] = gpu_type
         jobs.append(entry)
     now = round((timezone.now() - origin).total_seconds(), 3)
     return {

@@ -105,6 +105,8 @@ class DecisionSerializer(serializers.ModelSerializer):
 
 
 class DecisionDetailSerializer(DecisionSerializer):
+    request = serializers.JSONField(read_only=True, help_text="the exact request decided on")
+
     class Meta(DecisionSerializer.Meta):
         fields = [*DecisionSerializer.Meta.fields, "request"]
 
