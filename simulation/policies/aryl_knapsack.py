@@ -49,8 +49,12 @@ def solve_multiple_choice_knapsack(
 ) -> dict[str, int]:
     """The item index per job (0 = no flexible workers) maximising the total value.
 
-    O(groups · items · capacity) array operations; weights and capacity are divided by their
-    common divisor first, and capacity is capped at the total weight that could be used.
+    Weights and capacity are divided by their common divisor first, and capacity is capped
+    at the total weight that could be used. Each group's best-value row is the elementwise
+    `np.maximum` of the previous row shifted by each item's weight; the rows are kept and
+    the choices recovered while walking back (the first item that reaches a row's value, so
+    equal values keep the smaller item). Above `ROW_CELL_LIMIT` cells, per-group choice
+    indexes (int16) are kept instead of the float rows, to bound memory.
     """
     result = {g.job_id: 0 for g in groups}
     useful = [g for g in groups if g.weights]
@@ -59,21 +63,62 @@ def solve_multiple_choice_knapsack(
     capacity = min(capacity, sum(max(g.weights) for g in useful))
     unit = math.gcd(*(w for g in useful for w in g.weights))
     cap = capacity // unit
-    dp = np.zeros(cap + 1)
-    choices = np.zeros((len(useful), cap + 1), dtype=np.int16)
-    for k, group in enumerate(useful):
-        candidates = np.full((len(group.weights) + 1, cap + 1), -np.inf)
-        candidates[0] = dp
-        for i, (weight, value) in enumerate(zip(group.weights, group.values, strict=True), 1):
-            w = weight // unit
-            if w <= cap:
-                candidates[i, w:] = dp[: cap + 1 - w] + value
-        choices[k] = np.argmax(candidates, axis=0)
-        dp = candidates[choices[k], np.arange(cap + 1)]
-    c = cap
-    for k in range(len(useful) - 1, -1, -1):
-        item = int(choices[k, c])
-        if item:
-            result[useful[k].job_id] = item
-            c -= useful[k].weights[item - 1] // unit
+    items = [[(i, w // unit, v) for i, (w, v) in enumerate(zip(g.weights, g.values,
+                                                                strict=True), 1)
+              if w // unit <= cap] for g in useful]
+    if (len(useful) + 1) * (cap + 1) <= ROW_CELL_LIMIT:
+        chosen = _solve_by_rows(items, cap)
+    else:
+        chosen = _solve_by_choices(items, cap)
+    for group, item in zip(useful, chosen, strict=True):
+        result[group.job_id] = item
     return result
+
+
+ROW_CELL_LIMIT = 1 << 23  # 64 MiB of float64 rows
+
+_Items = list[list[tuple[int, int, float]]]  # per group: (item index, weight in units, value)
+
+
+def _solve_by_rows(items: _Items, cap: int) -> list[int]:
+    best = np.empty((len(items) + 1, cap + 1))
+    best[0] = 0.0
+    for k, group in enumerate(items):
+        prev, row = best[k], best[k + 1]
+        row[:] = prev
+        for _, w, value in group:
+            np.maximum(row[w:], prev[: cap + 1 - w] + value, out=row[w:])
+    chosen = [0] * len(items)
+    c = cap
+    for k in range(len(items) - 1, -1, -1):
+        target = best[k + 1, c]
+        if best[k, c] == target:
+            continue
+        for i, w, value in items[k]:
+            if w <= c and best[k, c - w] + value == target:
+                chosen[k] = i
+                c -= w
+                break
+    return chosen
+
+
+def _solve_by_choices(items: _Items, cap: int) -> list[int]:
+    dp = np.zeros(cap + 1)
+    choices = np.zeros((len(items), cap + 1), dtype=np.int16)
+    weights: list[dict[int, int]] = []
+    for k, group in enumerate(items):
+        row = dp.copy()
+        for i, w, value in group:
+            candidate = dp[: cap + 1 - w] + value
+            better = candidate > row[w:]
+            np.copyto(row[w:], candidate, where=better)
+            choices[k, w:][better] = i
+        weights.append({i: w for i, w, _ in group})
+        dp = row
+    chosen = [0] * len(items)
+    c = cap
+    for k in range(len(items) - 1, -1, -1):
+        chosen[k] = int(choices[k, c])
+        if chosen[k]:
+            c -= weights[k][chosen[k]]
+    return chosen

@@ -17,6 +17,7 @@ import random
 import pytest
 
 from simulation.decisions import Slot
+from simulation.policies import aryl_knapsack
 from simulation.policies.aryl_knapsack import flexible_group, solve_multiple_choice_knapsack
 from simulation.reclaim.aryl import HostedJob, select_reclaim_servers
 from simulation.runner import run_simulation
@@ -94,7 +95,10 @@ def _knapsack_answers(seed: int) -> dict[str, int]:
 KNAPSACK_DIGEST = "dc30680ee826ff3b"
 
 
-def test_knapsack_decisions_are_pinned() -> None:
+@pytest.mark.parametrize("row_limit", [aryl_knapsack.ROW_CELL_LIMIT, 0])
+def test_knapsack_decisions_are_pinned(row_limit, monkeypatch) -> None:
+    """Both the float-row solver and the memory-bounded choice-index solver."""
+    monkeypatch.setattr(aryl_knapsack, "ROW_CELL_LIMIT", row_limit)
     assert _digest([_knapsack_answers(seed) for seed in range(40)]) == KNAPSACK_DIGEST
 
 
