@@ -113,13 +113,18 @@ SMALL_CLUSTER = {
     ],
 }
 
-SCENARIOS = {
-    "basic": ({"reclaim_strategy": "aryl"}, "13672ae42d9abf18"),
-    "advanced": ({"reclaim_strategy": "aryl", "heterogeneous": True}, "0ea20a7ade21bf9e"),
-    "ungrouped": ({"reclaim_strategy": "aryl", "group_flexible": False}, "af5a1b826064588d"),
-    "inelastic": ({"reclaim_strategy": "aryl", "elastic": False}, "a2522d1761dc69a0"),
-    "step-loss": ({"reclaim_strategy": "aryl", "step_loss": 0.05, "elastic_step_loss": 0.05},
-                  "78c1e77ca04f01a7"),
+SCENARIOS = {  # name: (policy, settings, digest)
+    "basic": ("aryl", {"reclaim_strategy": "aryl"}, "13672ae42d9abf18"),
+    "advanced": ("aryl", {"reclaim_strategy": "aryl", "heterogeneous": True},
+                 "0ea20a7ade21bf9e"),
+    "ungrouped": ("aryl", {"reclaim_strategy": "aryl", "group_flexible": False},
+                  "af5a1b826064588d"),
+    "inelastic": ("aryl", {"reclaim_strategy": "aryl", "elastic": False}, "a2522d1761dc69a0"),
+    "step-loss": ("aryl", {"reclaim_strategy": "aryl", "step_loss": 0.05,
+                           "elastic_step_loss": 0.05}, "78c1e77ca04f01a7"),
+    "afs": ("afs", {"reclaim_strategy": "aryl"}, "accec5e6491a3a39"),
+    "gandiva-elastic": ("gandiva-elastic", {"reclaim_strategy": "aryl"}, "1f5e1f1f7b532d1e"),
+    "pollux-lite": ("pollux-lite", {"reclaim_strategy": "aryl"}, "28dc4d88ea246751"),
 }
 
 
@@ -138,8 +143,8 @@ def small_run_inputs():
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
 def test_small_scenario_runs_are_pinned(name, small_run_inputs) -> None:
     cluster, workload, load = small_run_inputs
-    settings, expected = SCENARIOS[name]
-    result = run_simulation(cluster, workload, "aryl", settings=settings, inference_load=load,
+    policy, settings, expected = SCENARIOS[name]
+    result = run_simulation(cluster, workload, policy, settings=settings, inference_load=load,
                             seed=1)
     jobs = [[j["job_id"], j["start"], j["end"], j["preemptions"], j["scaling_ops"]]
             for j in result.jobs]
