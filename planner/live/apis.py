@@ -17,6 +17,7 @@ from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_sche
 from rest_framework import generics, status
 from rest_framework.authentication import SessionAuthentication, TokenAuthentication
 from rest_framework.exceptions import NotFound, ValidationError
+from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -27,6 +28,7 @@ from planner.live import selectors, services
 from planner.live import serializers as s
 from planner.live.filters import DecisionFilter, JobFilter, PoolFilter, ServerFilter
 from planner.live.models import Decision, DecisionKind, Job
+from planner.live.parsers import FastJSONParser
 from planner.live.permissions import CanDecide, CanRead, LiveThrottle
 from simulation.errors import InputError
 
@@ -46,7 +48,7 @@ def _idempotent(request: Request, action: Callable[[], tuple[int, Any]]) -> Resp
     """Run a state-changing action once per Idempotency-Key (see module docstring)."""
     key = request.headers.get("Idempotency-Key", "").strip()[:200] or None
     fingerprint = services.request_fingerprint(method=request.method, path=request.path,
-                                               body=request.data)
+                                               body=request.data) if key else ""
     try:
         code, body, replayed = services.idempotent_call(
             user=request.user, key=key, fingerprint=fingerprint, action=action)
@@ -73,6 +75,7 @@ class ReadApi(APIView):
 
 class WriteApi(APIView):
     authentication_classes = AUTHENTICATION
+    parser_classes = [FastJSONParser, FormParser, MultiPartParser]
     permission_classes = [CanDecide]
     throttle_classes = [LiveThrottle]
     throttle_scope = "live-decide"

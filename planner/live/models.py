@@ -7,16 +7,15 @@ with the exact request the simulator's decide functions saw, so it can be replay
 `IdempotencyRecord` keeps the first answer to a state-changing POST under its key.
 """
 
-import json
 import zlib
 from typing import Any
 
-import orjson
 from django.conf import settings
 from django.db import models
 from django.db.models import F, Q
 
 from planner.clusters.models import Cluster, Server
+from planner.live.jsonio import json_bytes, json_loads
 
 
 class JobStatus(models.TextChoices):
@@ -101,21 +100,6 @@ class Placement(models.Model):
         ]
 
 
-def json_bytes(value: Any) -> bytes:
-    """`value` as compact JSON; orjson where it can (integers past 64 bits need json)."""
-    try:
-        return orjson.dumps(value)
-    except TypeError:
-        return json.dumps(value, separators=(",", ":")).encode()
-
-
-def json_loads(data: bytes | str) -> Any:
-    try:
-        return orjson.loads(data)
-    except orjson.JSONDecodeError:  # e.g. an integer past 64 bits
-        return json.loads(data)
-
-
 class CompressedJSONField(models.BinaryField):
     """A JSON value stored zlib-compressed.
 
@@ -135,7 +119,7 @@ class CompressedJSONField(models.BinaryField):
         return None if value is None else zlib.compress(json_bytes(value), 1)
 
     def to_python(self, value: Any) -> Any:
-        return json_loads(value) if isinstance(value, str) else value
+        return json_loads(value.encode()) if isinstance(value, str) else value
 
     def value_to_string(self, obj: models.Model) -> str:
         return json_bytes(self.value_from_object(obj)).decode()

@@ -14,4 +14,5 @@ def test_decision_request_reads_back_equal_including_huge_integers_and_unicode()
                                       for i in range(50)], "jobs": []}}
     decision = Decision.objects.create(kind="reclaim", stateful=False, request=request,
                                        response={"servers": []})
-    assert Decision.objects.get(pk=decision.pk).request == request
+    stored = Decision.objects.get(pk=decision.pk).request
+    assert stored == request and type(stored["seed"]) is int
