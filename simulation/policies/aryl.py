@@ -33,6 +33,7 @@ whose base demand finds no room after fragmentation waits for the next round.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
@@ -91,14 +92,28 @@ class Aryl(Policy):
     def __init__(self, **values: object) -> None:
         super().__init__(**values)  # type: ignore[arg-type]
         self._settled: tuple[object, ...] | None = None
+        # Per-job facts that only depend on the (immutable) spec, kept for the view they
+        # were read from: whether the job is elastic, and its knapsack terms per GPU types.
+        self._facts_view: ClusterView | None = None
+        self._elastic_ids: dict[str, bool] = {}
+        self._terms: dict[tuple[str, str | None, str], _GroupTerms] = {}
+        self._round_elastic: list[JobView] | None = None  # running elastic jobs, this round
 
     def schedule(self, view: ClusterView) -> Iterator[Decision]:
         if not view.queue and not (self.elastic and view.running):
             return
         if self._signature(view) == self._settled:
             return
-        allocation = self.allocate(view)
-        yield from self._enact(view, allocation)
+        if view is not self._facts_view:
+            self._facts_view = view
+            self._elastic_ids.clear()
+            self._terms.clear()
+        self._round_elastic = self._elastic_running(view)
+        try:
+            allocation = self.allocate(view)
+            yield from self._enact(view, allocation)
+        finally:
+            self._round_elastic = None
         self._settled = self._signature(view)
 
     @staticmethod
@@ -111,6 +126,21 @@ class Aryl(Policy):
         """
         free = tuple(view.free_gpus(p.name) for p in view.spec.pools)
         return free, len(view.queue), len(view.running)
+
+    def _elastic_running(self, view: ClusterView) -> list[JobView]:
+        """Running elastic jobs in running order, without touching the inelastic majority's
+        views (their flags are cached by job id at launch); scanned once per round."""
+        if self._round_elastic is not None:
+            return list(self._round_elastic)
+        flags = self._elastic_ids
+        try:
+            ids = [job_id for job_id in view.running if flags[job_id]]
+        except KeyError:  # jobs this policy did not launch (a snapshot)
+            for job_id in view.running:
+                if job_id not in flags:
+                    flags[job_id] = view.job(job_id).spec.elastic
+            ids = [job_id for job_id in view.running if flags[job_id]]
+        return [view.job(job_id) for job_id in ids]
 
     # -- allocation (Algorithm 2) ------------------------------------------------------------
 
@@ -160,8 +190,7 @@ class Aryl(Policy):
         by_type: dict[str, list[FlexibleGroup]] = {}
         rates: dict[str, list[float]] = {}
         candidates: list[tuple[JobView, str | None]] = [
-            (job, self._running_type(view, job))
-            for job in view.running.values() if job.spec.elastic
+            (job, self._running_type(view, job)) for job in self._elastic_running(view)
         ]
         candidates += [(job, t) for job, t in allocation.admitted if job.spec.elastic]
         for job, base_type in candidates:
@@ -178,7 +207,19 @@ class Aryl(Policy):
     def _group(
         self, view: ClusterView, job: JobView, base_type: str | None, flex_type: str
     ) -> tuple[FlexibleGroup, list[float]]:
-        spec = job.spec
+        """The job's knapsack items; only the predicted work left changes between rounds."""
+        key = (job.job_id, base_type, flex_type)
+        terms = self._terms.get(key)
+        if terms is None:
+            terms = self._terms[key] = self._group_terms(view, job.spec, base_type, flex_type)
+        base_seconds = self._predicted_work(job) * terms.base_ratio
+        values = tuple(base_seconds * f if f is not None else -math.inf
+                       for f in terms.fractions)
+        return FlexibleGroup(job.job_id, terms.weights, values), terms.rates
+
+    def _group_terms(
+        self, view: ClusterView, spec: JobSpec, base_type: str | None, flex_type: str
+    ) -> _GroupTerms:
         d = spec.gpus_per_worker
         base_speed = self._speed(view, base_type) if base_type else self._speed(view, None)
         flex_speed = self._speed(view, flex_type)
@@ -194,10 +235,10 @@ class Aryl(Policy):
             if self.step_loss > 0:
                 rate *= imperfect_scaling(spec, workers, self.step_loss)
             rates.append(rate)
-        base_seconds = self._predicted_work(job) * (
-            view.throughput.speedup(spec.model, spec.num_gpus) / rates[0]
-        )
-        return flexible_group(job.job_id, base_seconds, rates, d), rates
+        base_ratio = view.throughput.speedup(spec.model, spec.num_gpus) / rates[0]
+        group = flexible_group(spec.job_id, 1.0, rates, d)
+        fractions = tuple(1.0 - rates[0] / r if r > 0 else None for r in rates[1:])
+        return _GroupTerms(group.weights, fractions, base_ratio, rates)
 
     # -- helpers: demand, time, GPU types ----------------------------------------------------
 
@@ -228,12 +269,11 @@ class Aryl(Policy):
         for pool in view.spec.pools:
             capacity[pool.gpu_type] = capacity.get(pool.gpu_type, 0) + view.free_gpus(pool.name)
         if self.elastic:
-            for job in view.running.values():
-                if job.spec.elastic:
-                    for slot in job.placement:
-                        if slot.flexible:
-                            gpu_type = view.servers[slot.server].gpu_type
-                            capacity[gpu_type] += slot.gpus
+            for job in self._elastic_running(view):
+                for slot in job.placement:
+                    if slot.flexible:
+                        gpu_type = view.servers[slot.server].gpu_type
+                        capacity[gpu_type] += slot.gpus
         return capacity
 
     def _speed(self, view: ClusterView, gpu_type: str | None) -> float:
@@ -277,13 +317,12 @@ class Aryl(Policy):
 
     def _enact(self, view: ClusterView, allocation: Allocation) -> Iterator[Decision]:
         groups = _ServerGroups(view) if self.group_flexible else None
-        if self.elastic:
-            for job in list(view.running.values()):
-                if job.spec.elastic:
-                    target = allocation.flexible.get(job.job_id, 0)
-                    kept = _shrink(job, target)
-                    if kept is not None:
-                        yield Resize(job.job_id, kept)
+        elastic_running = self._elastic_running(view) if self.elastic else []
+        for job in elastic_running:
+            target = allocation.flexible.get(job.job_id, 0)
+            kept = _shrink(job, target)
+            if kept is not None:
+                yield Resize(job.job_id, kept)
         admitted = sorted(enumerate(allocation.admitted),
                           key=lambda item: (-item[1][0].spec.gpus_per_worker, item[0]))
         for _, (job, gpu_type) in admitted:
@@ -292,11 +331,12 @@ class Aryl(Policy):
             if placement is not None:
                 if groups is not None:
                     groups.add(placement)
+                self._elastic_ids[job.job_id] = job.spec.elastic
+                if self.elastic and job.spec.elastic:
+                    elastic_running.append(job)  # launches join the end of the running order
                 yield Launch(job.job_id, placement)
         if self.elastic:
-            for job in list(view.running.values()):
-                if not job.spec.elastic:
-                    continue
+            for job in elastic_running:
                 extra = allocation.flexible.get(job.job_id, 0) - _flexible_workers(job)
                 if extra <= 0:
                     continue
@@ -364,16 +404,39 @@ class _ServerGroups:
         return self._flexible
 
     def _build(self) -> None:
-        if not self._built:
-            self._built = True
-            for job in self.view.running.values():
-                self.add(job.placement)
+        """From the busy inference servers (a bucket of the free index below full) rather
+        than from every running job's placement."""
+        if self._built:
+            return
+        self._built = True
+        view = self.view
+        for pool in view.spec.pools:
+            if pool.kind != PoolKind.INFERENCE:
+                continue
+            for free in range(pool.gpus_per_server):
+                for sid in view.servers_with_free(pool.name, free):
+                    for job_id in view.servers[sid].jobs:
+                        for slot in view.job(job_id).placement:
+                            if slot.server == sid:
+                                (self._flexible if slot.flexible else self._base).add(sid)
 
     def add(self, placement: Sequence[Slot]) -> None:
         self._build()
         for slot in placement:
             if self.view.servers[slot.server].kind == PoolKind.INFERENCE:
                 (self._flexible if slot.flexible else self._base).add(slot.server)
+
+
+@dataclass(frozen=True, slots=True)
+class _GroupTerms:
+    """The static part of a job's knapsack group: item weights, each item's saved share of
+    the base running time (`1 - rate(base) / rate(base + w)`, None when the rate is 0), and
+    `speedup(requested) / rate(base)` that turns predicted work into base seconds."""
+
+    weights: tuple[int, ...]
+    fractions: tuple[float | None, ...]
+    base_ratio: float
+    rates: list[float]
 
 
 def pack_workers(
