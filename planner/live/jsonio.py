@@ -8,12 +8,19 @@ digits goes through `json` instead.
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 import orjson
 
-LONG_NUMBER = re.compile(rb"\d{19}")
+# Digits become NUL (and NUL, never raw in JSON text, becomes 1): a 19-digit run is then a
+# plain substring search, several times faster than a regular expression over 700 KB.
+_DIGITS = bytes(0 if 48 <= i <= 57 else 1 if i == 0 else i for i in range(256))
+_RUN = b"\0" * 19
+
+
+def has_long_number(data: bytes) -> bool:
+    """Whether `data` has a run of 19 or more digits (a number orjson may read differently)."""
+    return _RUN in data.translate(_DIGITS)
 
 
 def json_bytes(value: Any) -> bytes:
@@ -26,7 +33,7 @@ def json_bytes(value: Any) -> bytes:
 
 def json_loads(data: bytes) -> Any:
     """The value of JSON text; raises `ValueError` on bad JSON, as `json.loads` does."""
-    if LONG_NUMBER.search(data) is None:
+    if not has_long_number(data):
         try:
             return orjson.loads(data)
         except orjson.JSONDecodeError:

@@ -15,7 +15,7 @@ from typing import Any
 import orjson
 from rest_framework.parsers import JSONParser
 
-from planner.live.jsonio import LONG_NUMBER
+from planner.live.jsonio import has_long_number
 
 
 class FastJSONParser(JSONParser):
@@ -23,7 +23,7 @@ class FastJSONParser(JSONParser):
               parser_context: dict[str, Any] | None = None) -> Any:
         data = stream.read()
         encoding = (parser_context or {}).get("encoding") or "utf-8"
-        if encoding.lower().replace("-", "") == "utf8" and LONG_NUMBER.search(data) is None:
+        if encoding.lower().replace("-", "") == "utf8" and not has_long_number(data):
             try:
                 return orjson.loads(data)
             except orjson.JSONDecodeError:
