@@ -3,7 +3,9 @@
 Each digest was recorded with the unoptimised implementation (commit 46beb67): reclaim answers
 on seeded random instances (both cost definitions, several counts), knapsack answers on
 seeded random groups, and whole runs of the policy on a small contended cluster (loaning,
-reclaim preemptions, scale-ins and knapsack growth all happen there). A changed digest means
+reclaim preemptions, scale-ins and knapsack growth all happen there); the three elastic
+baselines' digests came one commit later, after the knapsack rewrite (pinned itself) but
+before any change to the shared policy code. A changed digest means
 a changed decision; the readable figures next to each digest show what moved.
 """
 
