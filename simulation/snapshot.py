@@ -386,13 +386,14 @@ def snapshot_simulation(snapshot: Snapshot, policy: Policy, *,
         record.remaining_work = job.remaining_seconds  # as reported, not the whole duration
         if job.status == "running":
             launched.append((job, record))
-        state.enqueue(record, now)
+            record.queued_since = now
+        else:
+            state.enqueue(record, now)
     for job, record in launched:
         try:
             state.check_placement(record, job.placement)
         except InvalidDecision as exc:
             raise _fail(f"{job.path}.placement", str(exc)) from None
-        del state.queue[record.job_id]
         state.occupy(record, job.placement)
         state.running[record.job_id] = record
         record.status = JobStatus.RUNNING
