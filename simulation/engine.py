@@ -171,6 +171,7 @@ class Simulation:
             (p for p in cluster.pools if p.kind == PoolKind.INFERENCE), None
         )
         self._inference_busy_servers = 0
+        self._blocking_sums: list[float] = [0.0, 0.0, 0]  # see _blocking_index
         self.loan_log: list[dict[str, object]] = []
         if self.config.scaling_mode not in SCALING_MODES:
             raise InputError(
@@ -341,20 +342,39 @@ class Simulation:
         s.rows.append(row)
 
     def _blocking_index(self, now: float) -> float:
-        """Mean ratio of time waited to work remaining over queued jobs (Muri §6.1)."""
-        ratios = [
-            (job.queued_seconds + now - job.queued_since) / job.remaining_work
-            for job in self.state.queue.values()
-            if job.remaining_work > 0
-        ]
-        return sum(ratios) / len(ratios) if ratios else 0.0
+        """Mean ratio of time waited to work remaining over queued jobs (Muri §6.1).
+
+        A waiting job's ratio is (a + now) / r with a = queued_seconds - queued_since and r its
+        remaining work, both frozen while it waits, so sums of a/r and 1/r kept as jobs enter
+        and leave the queue give the mean without scanning a long queue for every row.
+        """
+        sums = self._blocking_sums
+        return (sums[0] + now * sums[1]) / sums[2] if sums[2] else 0.0
+
+    def _enqueue(self, job: JobState) -> None:
+        self.state.enqueue(job, self.clock.now)
+        self._track_waiting(job, 1)
+
+    def _dequeue(self, job: JobState) -> None:
+        self._track_waiting(job, -1)
+        del self.state.queue[job.job_id]
+        job.queued_seconds += self.clock.now - job.queued_since
+
+    def _track_waiting(self, job: JobState, sign: int) -> None:
+        sums = self._blocking_sums
+        if job.remaining_work > 0:
+            sums[0] += sign * (job.queued_seconds - job.queued_since) / job.remaining_work
+            sums[1] += sign / job.remaining_work
+            sums[2] += sign
+        if sums[2] == 0:
+            sums[0] = sums[1] = 0.0  # drop rounding residue whenever the queue empties
 
     # -- events -----------------------------------------------------------------------------
 
     def _arrive(self, job_id: str) -> None:
         job = self.state.jobs[job_id]
         job.last_update = self.clock.now
-        self.state.enqueue(job, self.clock.now)
+        self._enqueue(job)
 
     def _complete(self, job_id: str, version: int) -> bool:
         job = self.state.jobs[job_id]
@@ -399,8 +419,7 @@ class Simulation:
         if isinstance(decision, Launch):
             job = state.job(decision.job_id, status=JobStatus.QUEUED)
             state.check_placement(job, decision.placement)
-            del state.queue[job.job_id]
-            job.queued_seconds += now - job.queued_since
+            self._dequeue(job)
             state.occupy(job, decision.placement)
             state.running[job.job_id] = job
             job.status = JobStatus.RUNNING
@@ -424,7 +443,7 @@ class Simulation:
             job.join_at = 0.0
             if not job.spec.checkpoint:
                 job.remaining_work = job.spec.duration
-            state.enqueue(job, now)
+            self._enqueue(job)
         elif isinstance(decision, Resize | Migrate):
             job = state.job(decision.job_id, status=JobStatus.RUNNING)
             new_gpus = sum(slot.gpus for slot in decision.placement)

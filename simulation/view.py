@@ -37,6 +37,11 @@ class JobView:
         return self._job.spec
 
     @property
+    def trace_index(self) -> int:
+        """Position in the trace: the final tie-breaker of every priority order."""
+        return self._job.index
+
+    @property
     def status(self) -> JobStatus:
         return self._job.status
 
@@ -193,6 +198,10 @@ class _ViewMapping(Mapping[str, JobView]):
 
     def __len__(self) -> int:
         return len(self._jobs)
+
+    def keys(self):  # type: ignore[override]
+        """The engine dict's own read-only keys view: set operations on it run in C."""
+        return self._jobs.keys()
 
     def values(self):  # type: ignore[override]
         views = self._views

@@ -8,6 +8,8 @@ running jobs outside it, launch the queued jobs inside it.
 
 from __future__ import annotations
 
+import heapq
+from bisect import insort
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -59,7 +61,7 @@ def training_capacity(view: ClusterView) -> int:
     return sum(s.gpus for s in view.servers.values() if s.available)
 
 
-def preemptive_schedule(view: ClusterView, ordered: list[JobView]) -> Iterator[Decision]:
+def preemptive_schedule(view: ClusterView, ordered: Iterable[JobView]) -> Iterator[Decision]:
     """Run the highest-priority jobs that fit; `ordered` holds running and queued jobs.
 
     Non-preemptible running jobs keep their GPUs whatever their priority.
@@ -95,47 +97,95 @@ def preemptive_schedule(view: ClusterView, ordered: list[JobView]) -> Iterator[D
             yield launch
 
 
-class QueuedKeyCache:
-    """Memoises priority keys of waiting jobs for policies whose key cannot change while a
-    job waits (its remaining work and attained service are frozen in the queue). A big
-    queue is then not re-keyed on every round; an entry lapses when the job is requeued."""
+SortKey = tuple[Any, int]  # (policy key, trace index)
 
-    def __init__(self) -> None:
-        self._keys: dict[str, tuple[float, Any]] = {}
 
-    def key(self, job: JobView, compute: Callable[[JobView], Any]) -> Any:
-        if job.status != JobStatus.QUEUED:
-            return compute(job)
-        entry = self._keys.get(job.job_id)
-        if entry is None or entry[0] != job.queued_since:
-            entry = (job.queued_since, compute(job))
-            self._keys[job.job_id] = entry
-        return entry[1]
+class QueueOrder:
+    """Waiting jobs kept in priority order across rounds.
+
+    For policies whose key of a waiting job cannot change while it waits (SRTF's remaining
+    time, SJF's predicted duration, LAS service without promotion): arrivals are inserted by
+    bisection and launched jobs dropped, so a long queue is neither re-keyed nor re-sorted
+    on every round. A job that is launched and later requeued gets a fresh entry (its key
+    may have changed while it ran); the old one is skipped as stale.
+    """
+
+    def __init__(self, key: Callable[[JobView], Any]) -> None:
+        self._key = key
+        self._entries: list[tuple[SortKey, int, str]] = []
+        self._live: dict[str, int] = {}  # job id -> sequence number of its current entry
+        self._seq = 0
+
+    def forget(self, job_id: str) -> None:
+        """`job_id` left the queue (the policy launched it)."""
+        self._live.pop(job_id, None)
+
+    def entries(self, view: ClusterView) -> Iterator[tuple[SortKey, JobView]]:
+        """(sort key, job) for every waiting job, best first."""
+        queue = view.queue
+        for job_id in self._live.keys() - queue.keys():
+            del self._live[job_id]
+        for job_id in queue.keys() - self._live.keys():
+            job = queue[job_id]
+            self._seq += 1
+            insort(self._entries, ((self._key(job), job.trace_index), self._seq, job_id))
+            self._live[job_id] = self._seq
+        if len(self._entries) > 2 * len(self._live) + 64:
+            self._entries = [e for e in self._entries if self._live.get(e[2]) == e[1]]
+        live = self._live
+        for sort_key, seq, job_id in self._entries:
+            if live.get(job_id) == seq:
+                yield sort_key, queue[job_id]
+
+    def jobs(self, view: ClusterView) -> Iterator[JobView]:
+        return (job for _, job in self.entries(view))
+
+
+def _queue_fits(view: ClusterView, free: int) -> bool:
+    """Whether every waiting job's requested GPUs together fit in `free` (stops early)."""
+    total = 0
+    for job in view.queue.values():
+        total += job.spec.num_gpus
+        if total > free:
+            return False
+    return True
 
 
 def schedule_by_priority(
-    view: ClusterView, key: Callable[[JobView], Any]
+    view: ClusterView, key: Callable[[JobView], Any], order: QueueOrder | None = None
 ) -> Iterator[Decision]:
-    """A preemptive priority policy: `key` orders jobs, lowest first.
+    """A preemptive priority policy: `key` orders jobs, lowest first (ties: trace order).
 
-    When the whole queue fits in the free GPUs, the global order would keep every running
-    job and start every queued one, so the queued jobs are simply launched (the common,
-    uncontended case, without sorting the running jobs). Otherwise, or when fragmentation
-    defeats a placement, the full `preemptive_schedule` runs on the state as it now is.
+    `order`, when the policy's key of a waiting job is frozen, keeps the queue sorted across
+    rounds. When the whole queue fits in the free GPUs, the global order would keep every
+    running job and start every queued one, so the queued jobs are simply launched (the
+    common, uncontended case). Otherwise, or when fragmentation defeats a placement, the
+    full `preemptive_schedule` runs on the state as it now is, over the running jobs merged
+    with the queue in priority order.
     """
     if not view.queue:
         return
+    if order is None:
+        queued = sorted(((key(j), j.trace_index), j) for j in view.queue.values())
+    else:
+        queued = list(order.entries(view))
     free = sum(view.free_gpus(p.name) for p in view.spec.pools)
-    if sum(job.spec.num_gpus for job in view.queue.values()) <= free:
+    if _queue_fits(view, free):
         placed_all = True
-        for job in sorted(view.queue.values(), key=key):
+        for _, job in queued:
             launch = place_requested(view, job)
             if launch is None:
                 placed_all = False
-            else:
-                yield launch
+                continue
+            if order is not None:
+                order.forget(job.job_id)
+            yield launch
         if placed_all:
             return
-    jobs = [*view.running.values(), *view.queue.values()]
-    jobs.sort(key=key)
-    yield from preemptive_schedule(view, jobs)
+        queued = [(k, job) for k, job in queued if job.status == JobStatus.QUEUED]
+    running = sorted(((key(j), j.trace_index), j) for j in view.running.values())
+    merged = heapq.merge(running, queued, key=lambda entry: entry[0])
+    for decision in preemptive_schedule(view, (job for _, job in merged)):
+        if order is not None and isinstance(decision, Launch):
+            order.forget(decision.job_id)
+        yield decision

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 from simulation.decisions import Decision
 from simulation.policies.base import Policy, register
-from simulation.policies.ordering import launch_in_order
+from simulation.policies.ordering import QueueOrder, launch_in_order
 from simulation.view import ClusterView
 
 
@@ -17,6 +17,11 @@ class ShortestJobFirst(Policy):
     name = "sjf"
     description = "Shortest job first by predicted duration; non-preemptive."
 
+    def __init__(self, **values: object) -> None:
+        super().__init__(**values)
+        self._order = QueueOrder(lambda j: (j.predicted_duration, j.submit_time))
+
     def schedule(self, view: ClusterView) -> Iterator[Decision]:
-        ordered = sorted(view.queue.values(), key=lambda j: (j.predicted_duration, j.submit_time))
-        return launch_in_order(view, ordered, blocking=False)
+        for launch in launch_in_order(view, self._order.jobs(view), blocking=False):
+            self._order.forget(launch.job_id)
+            yield launch

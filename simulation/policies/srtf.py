@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 from simulation.decisions import Decision
 from simulation.policies.base import Policy, register
-from simulation.policies.ordering import QueuedKeyCache, schedule_by_priority
+from simulation.policies.ordering import QueueOrder, schedule_by_priority
 from simulation.view import ClusterView, JobView
 
 
@@ -19,12 +19,12 @@ def remaining_seconds(job: JobView) -> float:
     return job.remaining_work * scale
 
 
-def srtf_key(job: JobView) -> tuple[float, float]:
-    return (remaining_seconds(job), job.submit_time)
+def srtf_key(job: JobView) -> float:
+    return remaining_seconds(job)
 
 
-def srsf_key(job: JobView) -> tuple[float, float]:
-    return (remaining_seconds(job) * job.spec.num_gpus, job.submit_time)
+def srsf_key(job: JobView) -> float:
+    return remaining_seconds(job) * job.spec.num_gpus
 
 
 @register
@@ -35,10 +35,10 @@ class ShortestRemainingTime(Policy):
 
     def __init__(self, **values: object) -> None:
         super().__init__(**values)
-        self._keys = QueuedKeyCache()
+        self._order = QueueOrder(srtf_key)
 
     def schedule(self, view: ClusterView) -> Iterator[Decision]:
-        return schedule_by_priority(view, lambda j: self._keys.key(j, srtf_key))
+        return schedule_by_priority(view, srtf_key, self._order)
 
 
 @register
@@ -49,7 +49,7 @@ class ShortestRemainingService(Policy):
 
     def __init__(self, **values: object) -> None:
         super().__init__(**values)
-        self._keys = QueuedKeyCache()
+        self._order = QueueOrder(srsf_key)
 
     def schedule(self, view: ClusterView) -> Iterator[Decision]:
-        return schedule_by_priority(view, lambda j: self._keys.key(j, srsf_key))
+        return schedule_by_priority(view, srsf_key, self._order)

@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from simulation.decisions import Decision
 from simulation.errors import InputError
 from simulation.policies.base import Param, Policy, register
-from simulation.policies.ordering import QueuedKeyCache, schedule_by_priority
+from simulation.policies.ordering import QueueOrder, schedule_by_priority
 from simulation.state import JobStatus
 from simulation.view import ClusterView, JobView
 
@@ -54,7 +54,8 @@ class Tiresias(Policy):
                              field="thresholds")
         # job id -> (attained GPU·s, executed s) at its last promotion
         self._reset: dict[str, tuple[float, float]] = {}
-        self._keys = QueuedKeyCache()  # without promotion a waiting job's key is frozen
+        # Without promotion a waiting job's key is frozen, so the queue stays sorted.
+        self._order = QueueOrder(self._frozen_key) if self.promote_knob <= 0 else None
 
     def _service(self, job: JobView) -> tuple[float, float]:
         attained0, executed0 = self._reset.get(job.job_id, (0.0, 0.0))
@@ -78,12 +79,11 @@ class Tiresias(Policy):
 
     def priority_key(self, view: ClusterView, job: JobView) -> tuple[int, bool, float]:
         """(queue, waiting after running, submit time): lowest runs first."""
-        if self.promote_knob > 0:
-            return self._priority_key_now(view, job)
-        return self._keys.key(job, lambda j: self._priority_key_now(view, j))
-
-    def _priority_key_now(self, view: ClusterView, job: JobView) -> tuple[int, bool, float]:
         return (self.queue_index(view, job), job.status != JobStatus.RUNNING, job.submit_time)
+
+    def _frozen_key(self, job: JobView) -> tuple[int, bool, float]:
+        """`priority_key` of a waiting job when promotion is off (no clock needed)."""
+        return (bisect_right(self._bounds, self._service(job)[0]), True, job.submit_time)
 
     def next_wakeup(self, view: ClusterView) -> float | None:
         """When a running job is next demoted or a queued one promoted (only while jobs wait:
@@ -104,4 +104,4 @@ class Tiresias(Policy):
         return min(times) if times else None
 
     def schedule(self, view: ClusterView) -> Iterator[Decision]:
-        return schedule_by_priority(view, lambda j: self.priority_key(view, j))
+        return schedule_by_priority(view, lambda j: self.priority_key(view, j), self._order)
