@@ -181,11 +181,13 @@ def sustained(token: str, rate: float, seconds: float, threads: int, ids: dict) 
             if pause > 0:
                 time.sleep(pause)
             method, path, body = requests[i % len(requests)]
-            status, took, _ = client.call(method, path, body)
+            status, took, payload = client.call(method, path, body)
             with lock:
                 latencies.append(took)
                 if status != 200:
                     errors.append(status)
+                    if len(errors) <= 3:
+                        print(f"  {method} {path}: HTTP {status} {payload[:200]!r}")
 
     workers = [threading.Thread(target=run, args=(k,)) for k in range(threads)]
     for worker in workers:
@@ -206,6 +208,8 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--threads", type=int, default=16)
     parser.add_argument("--workers", type=int, default=3, help="gunicorn worker processes")
+    parser.add_argument("--server-threads", type=int, default=4,
+                        help="gunicorn threads per worker (gthread)")
     parser.add_argument("--samples", type=int, default=40)
     args = parser.parse_args()
     base = os.environ.get("DATABASE_URL", "")
@@ -218,7 +222,8 @@ def main() -> int:
            "PLANNER_THROTTLE_DECIDE": "", "LOG_LEVEL": "WARNING"}
     server = subprocess.Popen(
         [str(REPO / ".venv" / "bin" / "gunicorn"), "planner.wsgi", "-b", f"127.0.0.1:{PORT}",
-         "-w", str(args.workers), "-k", "gthread", "--threads", "4", "--log-level", "warning"],
+         "-w", str(args.workers), "-k", "gthread", "--threads", str(args.server_threads),
+         "--log-level", "warning"],
         cwd=REPO, env=env, start_new_session=True)
     try:
         client = Client(ids["token"])
