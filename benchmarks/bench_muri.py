@@ -13,14 +13,17 @@ from pathlib import Path
 
 import numpy as np
 
-from simulation.engine import EngineConfig, Simulation
-from simulation.interleaving import Bucket, GroupingConfig, multi_round_grouping
-from simulation.model import JobSpec, Workload
-from simulation.policies.base import create_policy
-from simulation.runner import run_simulation
-from simulation.workloads import load_cluster_spec, load_trace
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
 
-TRACES = Path(__file__).resolve().parents[1].parent / "shared" / "traces"
+from simulation.engine import EngineConfig, Simulation  # noqa: E402
+from simulation.interleaving import Bucket, GroupingConfig, multi_round_grouping  # noqa: E402
+from simulation.model import JobSpec, Workload  # noqa: E402
+from simulation.policies.base import create_policy  # noqa: E402
+from simulation.runner import run_simulation  # noqa: E402
+from simulation.workloads import load_cluster_spec, load_trace  # noqa: E402
+
+TRACES = REPO.parent / "shared" / "traces"
 POLICIES = ("muri-s", "muri-l", "srsf", "srtf", "tiresias", "themis", "antman")
 
 
