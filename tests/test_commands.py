@@ -22,6 +22,25 @@ def test_load_demo_is_idempotent(caplog):
 
 
 @pytest.mark.django_db
+def test_load_demo_creates_a_local_sign_in(client, capsys):
+    call_command("load_demo")
+    assert "demo sign-in: demo / demo" in capsys.readouterr().out
+    assert client.login(username="demo", password="demo")
+    assert client.get("/clusters/").status_code == 200
+
+
+@pytest.mark.django_db
+def test_no_demo_sign_in_in_production(settings):
+    from django.contrib.auth import get_user_model
+
+    from planner.core.services import demo_user_ensure
+
+    settings.IS_PRODUCTION = True
+    assert demo_user_ensure() is False
+    assert not get_user_model().objects.filter(username="demo").exists()
+
+
+@pytest.mark.django_db
 def test_check_services_passes_on_the_configured_services(capsys):
     call_command("check_services", "--timeout", "2")
 

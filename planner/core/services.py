@@ -210,10 +210,37 @@ def marker_write(*, path: str) -> None:
     partial.replace(target)
 
 
+DEMO_USERNAME = "demo"
+
+
+def demo_user_ensure() -> bool:
+    """A local sign-in for the demo (`demo` / `demo`, staff, operator); never in production.
+
+    Pages and the API need a signed-in user, and a newcomer's first `make run` has none.
+    Returns whether the account exists afterwards.
+    """
+    from django.contrib.auth import get_user_model
+    from django.contrib.auth.models import Group
+
+    if settings.IS_PRODUCTION:
+        return False
+    user, created = get_user_model().objects.get_or_create(
+        username=DEMO_USERNAME, defaults={"is_staff": True, "is_superuser": True}
+    )
+    if created:
+        user.set_password(DEMO_USERNAME)
+        user.save(update_fields=["password"])
+        operator = Group.objects.filter(name="operator").first()
+        if operator is not None:
+            user.groups.add(operator)
+    return True
+
+
 def demo_load() -> None:
-    """Load the demo clusters, workloads and runs; idempotent."""
+    """Load the demo clusters, workloads and runs, and the local demo sign-in; idempotent."""
     from planner.scenarios.services import demo_load as scenario_demo_load
 
+    demo_user_ensure()
     scenario = scenario_demo_load()
     if scenario is None:
         logger.info("demo data already loaded")
