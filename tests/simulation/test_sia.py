@@ -179,3 +179,27 @@ def test_generator_follows_the_setup() -> None:
     minutes = np.array([j.duration for j in w.jobs]) / MIN
     assert np.median(minutes) < 100 < np.percentile(minutes, 95)
     assert len(sia_cluster(setup).pools) == 6
+
+
+def test_arrival_answers_are_monotone_in_the_window() -> None:
+    from simulation.policies.sia.sia import monotone_in_window
+
+    answers = monotone_in_window({("q1", 5.0): True, ("q1", 60.0): False, ("q1", 720.0): False,
+                                  ("q2", 5.0): False, ("q2", 60.0): True, ("q2", 720.0): False})
+    assert answers == {("q1", 5.0): True, ("q1", 60.0): True, ("q1", 720.0): True,
+                       ("q2", 5.0): False, ("q2", 60.0): True, ("q2", 720.0): True}
+
+
+def test_sia_history_period_does_not_lend_then_trains() -> None:
+    setup = SiaSetup(queues=4, days=1.5)
+    w = generate_sia_workload(setup, seed=3)
+    c = sia_cluster(setup)
+    base = by_id(run_simulation(c, w, "fcfs-pools"))
+    for arrivals in ("learned", "random"):
+        shared = by_id(run_simulation(c, w, "sia", seed=1, settings={
+            "history_days": 1.0, "arrivals": arrivals}))
+        history = [j for j in w.jobs if base[j.job_id]["start"] < 86400 - 3600]
+        assert history
+        for spec in history:  # scheduled as without sharing, up to the end of history
+            assert shared[spec.job_id]["start"] == pytest.approx(base[spec.job_id]["start"])
+        assert any(shared[j]["start"] < base[j]["start"] - 1 for j in base)

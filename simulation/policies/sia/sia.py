@@ -19,6 +19,15 @@ Predictors (switches for the §6.3 ablation):
   0. The classifier learns online from what this policy has observed: first after
   `train_hours` of history, then every `retrain_hours`. Until then, and for a window the
   model cannot answer, each queue's whole unused quota stays reserved (no lending).
+  Answers are made monotone in the window (jobs within 5 minutes are jobs within 60).
+- `history_days` > 0 (§5.4.1: "trained on three weeks of history"): the trace's first
+  `history_days` are a history period. The policy schedules them without lending, as the
+  production scheduler that produced such a history would, observes them like any jobs
+  and trains WillJobsArrive on [first arrival, history end) at the end of the period,
+  then retrains every `retrain_hours`; JobDuration learns from the history's completions.
+  The history is observed as it is simulated, so no oracle (`upcoming_jobs`) is read:
+  the trace's jobs are simulated anyway, and observing them cannot leak the future.
+  Only jobs submitted after the history are the evaluated part.
 - `arrivals=perfect`: the exact GPUs that will arrive in (now, now + w] (an oracle).
 - `arrivals=random`: WillJobsArrive ~ U{0, 1} per queue, window and round; load as learned.
 - `durations=learned` (§5.4.2: experiment tag, else pool history), `perfect` (true bin) or
@@ -34,7 +43,9 @@ Locality cells (§5.5) are not implemented.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+
+import numpy as np
 
 from simulation.decisions import Decision
 from simulation.policies.base import Param, Policy, register
@@ -75,6 +86,21 @@ class _Observed:
         self.end = math.inf
 
 
+def monotone_in_window(will_arrive: Mapping[tuple[str, float], bool]
+                       ) -> dict[tuple[str, float], bool]:
+    """Jobs arriving within a window also arrive within every longer one.
+
+    The per-window classifiers are trained separately and may disagree (yes for 5 minutes,
+    no for 60); trusting the "no" would lend, for an hour, GPUs the queue is predicted to
+    need within minutes.
+    """
+    answers: dict[tuple[str, float], bool] = {}
+    for queue, minutes in sorted(will_arrive, key=lambda key: (key[0], key[1])):
+        shorter = any(answers[(queue, m)] for (q, m) in answers if q == queue)
+        answers[(queue, minutes)] = will_arrive[(queue, minutes)] or shorter
+    return answers
+
+
 @register
 class Sia(Policy):
     name = "sia"
@@ -89,6 +115,8 @@ class Sia(Policy):
         Param("load_windows", int, 12, "NewLoadEstimate: sliding max over this many windows"),
         Param("train_hours", float, 24.0, "history needed before WillJobsArrive is trained"),
         Param("retrain_hours", float, 24.0, "retrain WillJobsArrive this often"),
+        Param("history_days", float, 0.0,
+              "the trace's first days are history: no lending, then train on them"),
     )
     windows: str
     arrivals: str
@@ -96,6 +124,7 @@ class Sia(Policy):
     load_windows: int
     train_hours: float
     retrain_hours: float
+    history_days: float
 
     def __init__(self, **values: object) -> None:
         super().__init__(**values)
@@ -130,7 +159,8 @@ class Sia(Policy):
         self._dedicated &= self._running
         if self._first_seen is None and self._observed:
             self._first_seen = now
-            self._next_training = now + self.train_hours * 3600.0
+            self._next_training = (self.history_days * 86400.0 if self.history_days > 0
+                                   else now + self.train_hours * 3600.0)
         if now >= self._next_training:
             self._model.fit(self._histories(view, quotas, expected=False),
                             self._first_seen or 0.0, now)
@@ -147,8 +177,9 @@ class Sia(Policy):
             if expected and job_id in self._running:
                 job = view.job(job_id)
                 estimate = self._estimated_duration(job)
-                end = math.inf if estimate is None else now + max(
-                    0.0, estimate - job.executed_seconds)
+                # an overdue job is expected to end any moment, not to have ended already
+                end = math.inf if estimate is None else max(
+                    np.nextafter(now, math.inf), now + estimate - job.executed_seconds)
             arrivals.append(record.arrival)
             widths.append(record.width)
             starts.append(record.start)
@@ -184,7 +215,8 @@ class Sia(Policy):
                 for spec in view.upcoming_jobs(until=now + minutes * 60.0):
                     load[(queue_of(spec, quotas), minutes)] += spec.num_gpus
             return load
-        if self.arrivals == "learned" and not self._model.trained:
+        in_history = now < self.history_days * 86400.0
+        if in_history or (self.arrivals == "learned" and not self._model.trained):
             return {(q, m): math.inf for q in quotas for m in self._windows}
         slot = math.floor(now / SAMPLE_STEP)
         if slot == self._prediction_slot:
@@ -192,7 +224,7 @@ class Sia(Policy):
         self._prediction_slot = slot
         histories = self._histories(view, quotas, expected=True)
         if self.arrivals == "learned":
-            will_arrive = self._model.predict(histories, now)
+            will_arrive = monotone_in_window(self._model.predict(histories, now))
         else:
             will_arrive = {(q, m): self.rng.random() < 0.5 for q in quotas for m in self._windows}
         for q in quotas:
