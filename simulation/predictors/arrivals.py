@@ -208,6 +208,23 @@ class WillJobsArrive:
                 answers[(pool, minutes)] = bool(value)
         return answers
 
+    def roc_auc(self, histories: Mapping[str, PoolHistory], start: float, end: float
+                ) -> dict[float, float]:
+        """ROC AUC of the arrival probability per window on [start, end): 0.5 means the
+        features do not rank arrivals above quiet periods at all (nan: one class only)."""
+        from sklearn.metrics import roc_auc_score
+
+        aucs: dict[float, float] = {}
+        for minutes in self.windows_minutes:
+            features, labels = self._dataset(histories, start, end, minutes * 60.0)
+            if minutes in self._constants or np.unique(labels).size < 2:
+                aucs[minutes] = float("nan")
+                continue
+            with _one_thread():
+                probability = self._models[minutes].predict_proba(features)[:, 1]
+            aucs[minutes] = float(roc_auc_score(labels, probability))
+        return aucs
+
     def evaluate(self, histories: Mapping[str, PoolHistory], start: float, end: float
                  ) -> dict[float, WindowScore]:
         """Precision, recall and F-score per window on [start, end) (Table 10)."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 
 from simulation.model import JobSpec
 from simulation.policies.sia.common import queue_quotas, virtual_start_times
@@ -94,3 +95,27 @@ def test_pool_histories_hide_the_future() -> None:
     assert h.arrivals.tolist() == [0, 50]
     assert h.starts.tolist() == [0, 100]
     assert h.ends.tolist() == [100, math.inf]
+
+
+def test_roc_auc_ranks_periodic_arrivals_and_is_nan_for_constants() -> None:
+    # a job every two hours exactly: "arrivals two hours ago in the same window" is the label
+    arrivals = np.arange(0.0, 10 * DAY, 2 * HOUR)
+    ends = arrivals + 600
+    pools = {"q1": PoolHistory.of(arrivals, [1] * arrivals.size, arrivals, ends)}
+    model = WillJobsArrive((60.0, 720.0), seed=0).fit(pools, 0, 7 * DAY)
+    aucs = model.roc_auc(pools, 7 * DAY, 10 * DAY)
+    assert aucs[60.0] > 0.95
+    assert math.isnan(aucs[720.0])  # every 12-hour window sees arrivals: one class
+
+
+def test_duration_fallback_is_a_high_quantile_of_the_pool() -> None:
+    # untagged history of 9 short jobs and 1 long one: a new experiment may be the long kind
+    predictor = JobDurationPredictor(fallback_quantile=0.9)
+    median = JobDurationPredictor(fallback_quantile=0.5)
+    for i, seconds in enumerate([600.0] * 9 + [36000.0]):
+        for p in (predictor, median):
+            p.observe(JobSpec(f"j{i}", 0, 1, 0, pool="q1", experiment=f"e{i}"), seconds)
+    new = JobSpec("n", 0, 1, 0, pool="q1", experiment="fresh")
+    assert median.predict_bin(new) == 1  # the median says "under an hour": lent, risky
+    assert predictor.estimate(new) == pytest.approx(600 + 0.1 * (36000 - 600))
+    assert predictor.predict_bin(new) == 2

@@ -115,6 +115,8 @@ class Sia(Policy):
         Param("load_windows", int, 12, "NewLoadEstimate: sliding max over this many windows"),
         Param("train_hours", float, 24.0, "history needed before WillJobsArrive is trained"),
         Param("retrain_hours", float, 24.0, "retrain WillJobsArrive this often"),
+        Param("duration_quantile", float, 0.9,
+              "JobDuration without a known tag: this quantile of the pool's durations"),
         Param("history_days", float, 0.0,
               "the trace's first days are history: no lending, then train on them"),
     )
@@ -125,6 +127,7 @@ class Sia(Policy):
     train_hours: float
     retrain_hours: float
     history_days: float
+    duration_quantile: float
 
     def __init__(self, **values: object) -> None:
         super().__init__(**values)
@@ -132,7 +135,7 @@ class Sia(Policy):
         self._dedicated: set[str] = set()
         self._observed: dict[str, _Observed] = {}
         self._running: set[str] = set()
-        self._durations = JobDurationPredictor()
+        self._durations = JobDurationPredictor(fallback_quantile=self.duration_quantile)
         self._model = WillJobsArrive(self._windows, seed=self.rng.randrange(2**31))
         self._first_seen: float | None = None
         self._next_training = math.inf
