@@ -100,7 +100,7 @@ def main() -> None:
     parser.add_argument("--database-url", default=f"sqlite:///{OUT / 'bench.sqlite3'}")
     parser.add_argument("--redis-url", default=os.environ.get("REDIS_URL",
                                                               "redis://127.0.0.1:6379/14"))
-    parser.add_argument("--jobs", type=int, default=400, help="jobs per simulated workload")
+    parser.add_argument("--jobs", type=int, default=3000, help="jobs per simulated workload")
     args = parser.parse_args()
     # `timeout` and Ctrl-C: unwind through the `finally` blocks that stop the workers.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
