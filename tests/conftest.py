@@ -64,10 +64,17 @@ def _worker_stop(*, process: subprocess.Popen) -> None:
 
 @pytest.fixture(scope="session", autouse=True)
 def media_root(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """A MEDIA_ROOT of this session for uploads and result files, shared with the worker."""
+    """A MEDIA_ROOT of this session for uploads and result files, shared with the worker.
+
+    Inert when Django is not set up (`pytest -p no:django tests/simulation`: the engine's
+    tests need no Django)."""
+    from django.conf import settings
     from django.test.utils import override_settings
 
     folder = tmp_path_factory.mktemp("media")
+    if not settings.configured:
+        yield folder
+        return
     with override_settings(MEDIA_ROOT=str(folder)):
         yield folder
 
