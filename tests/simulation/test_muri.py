@@ -121,7 +121,7 @@ def _physical_usage_ok(sim: Simulation) -> bool:
 
 def test_muri_groups_jobs_and_sets_honest_shares():
     sim = Simulation(_cluster(1, 2), _interleavable(4), create_policy("muri-s"),
-                     config=EngineConfig(max_time=1.0))
+                     config=EngineConfig(max_time=360.0))  # the first 6-minute round
     sim.run()
     running = sim.state.running
     assert len(running) == 4  # 4 jobs on 2 GPUs: two interleaved pairs
@@ -146,7 +146,7 @@ def test_muri_s_beats_srsf_on_an_interleavable_workload():
 
 def test_muri_runs_alone_when_the_cluster_has_room():
     sim = Simulation(_cluster(1, 4), _interleavable(3), create_policy("muri-l"),
-                     config=EngineConfig(max_time=1.0))
+                     config=EngineConfig(max_time=360.0))  # the first 6-minute round
     sim.run()
     assert len(sim.state.running) == 3
     assert all(job.share == 1.0 for job in sim.state.running.values())
@@ -182,7 +182,7 @@ def test_four_complementary_jobs_share_one_gpu():
     stages = [tuple(0.9 if i == j else 0.03 for i in range(4)) for j in range(4)]
     jobs = tuple(_job(i, stages[i % 4]) for i in range(4))
     sim = Simulation(_cluster(1, 1), Workload(jobs), create_policy("muri-s"),
-                     config=EngineConfig(max_time=1.0))
+                     config=EngineConfig(max_time=360.0))  # the first 6-minute round
     sim.run()
     assert len(sim.state.running) == 4
     assert {job.placement for job in sim.state.running.values()} == {(Slot("train-1", 1),)}
