@@ -4,7 +4,9 @@ The REST API (stateless and stateful forms) and `python -m simulation decide` ca
 functions, which run the simulator's own reclaim strategies and policies on a `Simulation`
 built from the snapshot and apply every decision through the engine's checks, so a live
 answer is exactly what the simulator would have done in that state. Each function is pure: the
-same request gives the same answer (randomised strategies draw from `seed`).
+same request gives the same answer (randomised strategies draw from `seed`). A caller that
+already holds `parse_snapshot(request["state"])` (the live API keeps one per state version)
+passes it as `snapshot` and the state is not parsed again.
 
 Scale decisions are phrased for elastic runtimes (torchrun `--nnodes=MIN:MAX`, Horovod
 Elastic, Ray Train's scaling config): the worker count the job goes from and to within
@@ -25,7 +27,16 @@ from simulation.errors import InputError
 from simulation.model import JobSpec, PoolKind
 from simulation.policies.base import Policy, create_policy
 from simulation.reclaim import get_reclaim_strategy
-from simulation.snapshot import SOURCE, _fail, _float, _int, _object, _str, parse_snapshot
+from simulation.snapshot import (
+    SOURCE,
+    Snapshot,
+    _fail,
+    _float,
+    _int,
+    _object,
+    _str,
+    parse_snapshot,
+)
 from simulation.snapshot import snapshot_simulation as _simulation
 from simulation.state import JobStatus
 
@@ -68,11 +79,11 @@ def _scale(spec: JobSpec, before: Placement, after: Placement, grace: float) -> 
     }
 
 
-def decide_loan(request: Any) -> dict[str, Any]:
+def decide_loan(request: Any, *, snapshot: Snapshot | None = None) -> dict[str, Any]:
     """Which inference servers go on loan: the ones named in `servers`, or the first `count`
     idle ones (snapshot order, optionally of `pool`), within each pool's `lending_limit`."""
     data = _request(request)
-    snapshot = parse_snapshot(data["state"])
+    snapshot = snapshot or parse_snapshot(data["state"])
     inference = {sid: pool for pool in snapshot.spec.pools if pool.kind == PoolKind.INFERENCE
                  for sid in pool.server_ids()}
     on_loan = set(snapshot.on_loan)
@@ -116,11 +127,11 @@ def _loan_ids(raw: Any, inference: Mapping[str, Any], on_loan: set[str], snapsho
     return chosen
 
 
-def decide_reclaim(request: Any) -> dict[str, Any]:
+def decide_reclaim(request: Any, *, snapshot: Snapshot | None = None) -> dict[str, Any]:
     """Which on-loan servers to give back (`count`, `strategy` default aryl), the jobs that
     stop, the elastic jobs scaled in and the collateral GPUs (DESIGN.md's answer)."""
     data = _request(request)
-    snapshot = parse_snapshot(data["state"])
+    snapshot = snapshot or parse_snapshot(data["state"])
     count = _int(data, "count", "", minimum=1)
     if count > len(snapshot.on_loan):
         raise _fail("count", f"asked for {count} servers; {len(snapshot.on_loan)} are on loan")
@@ -151,7 +162,7 @@ def decide_reclaim(request: Any) -> dict[str, Any]:
     }
 
 
-def decide_schedule(request: Any) -> dict[str, Any]:
+def decide_schedule(request: Any, *, snapshot: Snapshot | None = None) -> dict[str, Any]:
     """One scheduling round of `policy` (with `params`, `seed`) on the snapshot plus `queue`:
     the jobs to launch with their placements, the elastic jobs to scale out and in, and the
     jobs a preemptive policy stops or migrates."""
@@ -165,7 +176,7 @@ def decide_schedule(request: Any) -> dict[str, Any]:
     except InputError as exc:
         field = "policy" if exc.field == "policy" else f"params.{exc.field}"
         raise InputError(exc.message, source=SOURCE, field=field) from None
-    snapshot = parse_snapshot(data["state"], queue=data.get("queue"))
+    snapshot = snapshot or parse_snapshot(data["state"], queue=data.get("queue"))
     sim = _simulation(snapshot, policy)
     before = {job_id: (job.status, job.placement) for job_id, job in sim.state.jobs.items()}
     try:
@@ -197,7 +208,7 @@ def decide_schedule(request: Any) -> dict[str, Any]:
     return answer
 
 
-DECIDERS: dict[str, Callable[[Any], dict[str, Any]]] = {
+DECIDERS: dict[str, Callable[..., dict[str, Any]]] = {
     "loan": decide_loan,
     "reclaim": decide_reclaim,
     "schedule": decide_schedule,

@@ -162,6 +162,23 @@ class Decision(models.Model):
         return f"{self.kind} #{self.pk}"
 
 
+class LiveStateVersion(models.Model):
+    """A counter bumped by every write to a cluster's live state (`planner.live.state_cache`).
+
+    Each web process keeps the last state it decided on, keyed by this number; a request
+    that finds the number unchanged under the cluster lock may decide on that copy instead of
+    reading 2,000 jobs again. A table of its own, so no form or `Cluster.save()` ever writes a
+    stale number back.
+    """
+
+    cluster = models.OneToOneField(Cluster, on_delete=models.CASCADE, primary_key=True,
+                                   related_name="live_state_version")
+    version = models.BigIntegerField(default=0)
+
+    def __str__(self) -> str:
+        return f"{self.cluster_id} v{self.version}"
+
+
 class IdempotencyRecord(models.Model):
     """The first answer to a state-changing POST sent with `Idempotency-Key: key`."""
 

@@ -63,6 +63,19 @@ def cluster_snapshot(*, cluster: Cluster) -> dict[str, Any]:
     """The cluster's live state as DESIGN.md's snapshot: online servers in pool order, then
     queued and running jobs with their placements. Times are seconds since the cluster was
     created, so FIFO-like policies see the true submit order."""
+    state = cluster_state(cluster=cluster)
+    latest = max((job["submit_time"] for job in state["jobs"]), default=0.0)
+    return {"now": cluster_now(cluster=cluster, latest_submit=latest), **state}
+
+
+def cluster_now(*, cluster: Cluster, latest_submit: float) -> float:
+    """A snapshot's `now`: seconds since the cluster was created, and never before a job's
+    submit time (the clocks of the database and this process may differ a little)."""
+    return max(round((timezone.now() - cluster.created_at).total_seconds(), 3), latest_submit)
+
+
+def cluster_state(*, cluster: Cluster) -> dict[str, Any]:
+    """`cluster_snapshot` without `now`: what a write to the live state changes."""
     origin = cluster.created_at
     pools = list(Pool.objects.filter(cluster=cluster).select_related("gpu_type").order_by("id"))
     servers = []
@@ -101,9 +114,7 @@ def cluster_snapshot(*, cluster: Cluster) -> dict[str, Any]:
         if gpu_type:
             entry["gpu_type"] = gpu_type
         jobs.append(entry)
-    now = round((timezone.now() - origin).total_seconds(), 3)
     return {
-        "now": max([now] + [job["submit_time"] for job in jobs]),
         "gpu_types": {pool.gpu_type.name: {"speed": pool.gpu_type.speed,
                                            "memory_gb": pool.gpu_type.memory_gb}
                       for pool in pools},

@@ -6,6 +6,10 @@ cluster run one after another on the same, current state: none can assign a GPU 
 has just taken or lose a job another has just moved. The answer is computed by
 `simulation.decide` on the snapshot read under the lock and applied in the same
 transaction, so it is all or nothing.
+
+Every such write also bumps the cluster's `LiveStateVersion` in the same transaction (model
+saves through `planner.live.signals`, bulk updates here), which is what lets a process
+decide on its cached copy of the state (`state_cache`) when nothing has changed since.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
@@ -29,9 +33,12 @@ from planner.live.models import (
     IdempotencyRecord,
     Job,
     JobStatus,
+    LiveStateVersion,
     Placement,
 )
-from planner.live.selectors import cluster_snapshot
+from planner.live.selectors import cluster_now, cluster_state
+from planner.live.signals import version_bumped_by_caller
+from planner.live.state_cache import LIVE_STATES, CachedState
 from simulation.decide import DECIDERS
 from simulation.errors import InputError
 
@@ -42,6 +49,12 @@ class IdempotencyConflict(Exception):
 
 def _cluster_lock(*, cluster_id: int) -> Cluster:
     return Cluster.objects.select_for_update().get(pk=cluster_id)
+
+
+def live_state_changed(*, cluster_id: int) -> None:
+    """Move the cluster's state version on: call in the transaction of any write to its
+    servers, jobs or placements that bypasses `Model.save()` (see `signals`)."""
+    LiveStateVersion.objects.filter(cluster_id=cluster_id).update(version=F("version") + 1)
 
 
 # --- jobs ------------------------------------------------------------------------------------
@@ -117,21 +130,18 @@ def _job_end(*, job: Job, status: str) -> Job:
     job.status = status
     job.finished_at = timezone.now()
     job.save()
+    held = list(job.placements.values_list("server_id", flat=True))
     job.placements.all().delete()
-    _server_statuses_refresh(cluster_id=job.cluster_id)
+    _server_statuses_refresh(server_ids=held)
     return job
 
 
 # --- decisions -------------------------------------------------------------------------------
 
 
-def _decide(kind: str, request: dict[str, Any]) -> dict[str, Any]:
-    return DECIDERS[kind](request)
-
-
 def decision_stateless(*, kind: str, request: Any, actor: AbstractBaseUser | None) -> Decision:
     """Decide on the snapshot in the request; only the decision log changes."""
-    response = _decide(kind, request)
+    response = DECIDERS[kind](request)
     return Decision.objects.create(kind=kind, stateful=False, actor=actor, request=request,
                                    response=response)
 
@@ -142,15 +152,29 @@ def decision_stateful(*, cluster: Cluster, kind: str, body: dict[str, Any],
     """Decide on the cluster's live state and apply the answer, all under the cluster lock.
 
     `body` is the request without `state`; the snapshot read under the lock is added, and
-    the full request is what the decision log keeps for replay.
+    the full request is what the decision log keeps for replay. The snapshot comes from this
+    process's cached copy when the cluster's state version still matches it (`state_cache`),
+    else from the database.
     """
     cluster = _cluster_lock(cluster_id=cluster.pk)
-    if "state" in body:
-        raise InputError("a stateful decision uses the cluster's own state; send the "
-                         "snapshot to the stateless endpoint instead", field="state")
-    request = {**body, "state": cluster_snapshot(cluster=cluster)}
-    response = _decide(kind, request)
-    _apply(cluster=cluster, kind=kind, response=response)
+    for field, why in (("state", "send the snapshot to the stateless endpoint instead"),
+                       ("queue", "submit the jobs first, then schedule")):
+        if field in body:
+            raise InputError(f"a stateful decision uses the cluster's own state; {why}",
+                             field=field)
+    version, _ = LiveStateVersion.objects.select_for_update().get_or_create(cluster=cluster)
+    key = (cluster.pk, cluster.created_at)
+    cached = LIVE_STATES.get(key, version.version)
+    if cached is None:
+        cached = CachedState.from_state(version.version, cluster_state(cluster=cluster))
+    now = cluster_now(cluster=cluster, latest_submit=cached.latest_submit)
+    request = {**body, "state": {"now": now, **cached.state}}
+    response = DECIDERS[kind](request, snapshot=replace(cached.snapshot, now=now))
+    with version_bumped_by_caller():
+        _apply(cluster=cluster, kind=kind, response=response, state=cached.state)
+    live_state_changed(cluster_id=cluster.pk)
+    following = cached.after(version.version + 1, kind, response)
+    transaction.on_commit(lambda: LIVE_STATES.put(key, following))
     return Decision.objects.create(cluster=cluster, kind=kind, stateful=True, actor=actor,
                                    request=request, response=response)
 
@@ -167,10 +191,13 @@ class Replay:
 
 def decision_replay(*, decision: Decision) -> Replay:
     """Recompute a logged decision from its stored request (nothing is applied)."""
-    return Replay(decision, _decide(decision.kind, decision.request))
+    return Replay(decision, DECIDERS[decision.kind](decision.request))
 
 
-def _apply(*, cluster: Cluster, kind: str, response: dict[str, Any]) -> None:
+def _apply(*, cluster: Cluster, kind: str, response: dict[str, Any],
+           state: dict[str, Any]) -> None:
+    """Write an answer decided on `state` (the snapshot, which names where the moved jobs
+    ran before) to the live state."""
     now = timezone.now()
     if kind == DecisionKind.LOAN:
         Server.objects.filter(pool__cluster=cluster, name__in=response["servers"]).update(
@@ -185,9 +212,13 @@ def _apply(*, cluster: Cluster, kind: str, response: dict[str, Any]) -> None:
     placements.update(launched)
     # Only the rows the answer names: a reclaim touching 4 of 2,000 jobs reads 4.
     named = {slot["server"] for slots in placements.values() for slot in slots}
-    named.update(response.get("servers", []))
-    servers = dict(Server.objects.filter(pool__cluster=cluster, name__in=named)
-                   .values_list("name", "id"))
+    moving = set(placements).union(stopped)
+    vacated = {slot["server"] for job in state["jobs"] if job["id"] in moving
+               for slot in job["placement"]}
+    touched = named | vacated
+    servers = dict(Server.objects.filter(
+        pool__cluster=cluster, name__in=touched.union(response.get("servers", ())))
+        .values_list("name", "id"))
     jobs = dict(Job.objects.filter(cluster=cluster, status__in=ACTIVE_STATUSES,
                                    name__in=[*placements, *stopped]).values_list("name", "id"))
     moved = [jobs[name] for name in list(placements) + stopped]
@@ -207,13 +238,17 @@ def _apply(*, cluster: Cluster, kind: str, response: dict[str, Any]) -> None:
     if kind == DecisionKind.RECLAIM:
         Server.objects.filter(id__in=[servers[s] for s in response["servers"]]).update(
             status=ServerStatus.IDLE, updated_at=now)
-    _server_statuses_refresh(cluster_id=cluster.pk)
+    own = {server["id"] for server in state["servers"] if server["kind"] != PoolKind.INFERENCE}
+    _server_statuses_refresh(server_ids=[servers[name] for name in touched & own])
 
 
-def _server_statuses_refresh(*, cluster_id: int) -> None:
-    """Training and quota servers are busy while they host a job, idle otherwise."""
+def _server_statuses_refresh(*, server_ids: list[int]) -> None:
+    """Training and quota servers are busy while they host a job, idle otherwise (inference
+    servers are on loan or not); only the servers a change touched can have moved."""
+    if not server_ids:
+        return
     hosting = Exists(Placement.objects.filter(server=OuterRef("pk")))
-    own = Server.objects.filter(pool__cluster_id=cluster_id).exclude(
+    own = Server.objects.filter(id__in=server_ids).exclude(
         pool__kind=PoolKind.INFERENCE).exclude(status=ServerStatus.OFFLINE)
     own.filter(hosting).exclude(status=ServerStatus.BUSY).update(status=ServerStatus.BUSY)
     own.filter(~hosting).exclude(status=ServerStatus.IDLE).update(status=ServerStatus.IDLE)

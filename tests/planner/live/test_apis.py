@@ -133,6 +133,9 @@ def test_errors_are_json_naming_the_field(cluster, operator) -> None:
                 ).json().keys() == {"params.zz"}
     assert post(operator, f"{base}/reclaim", {"count": 1, "state": {}}).json().keys() \
         == {"state"}
+    queue = [{"id": "ghost", "remaining_seconds": 60}]  # not a job of the cluster
+    assert post(operator, f"{base}/schedule", {"policy": "fifo", "queue": queue}).json().keys() \
+        == {"queue"}
     bad = json.loads(json.dumps(DESIGN_RECLAIM))
     bad["state"]["jobs"][0]["placement"][0]["server"] = "nowhere"
     answer = post(operator, "/api/v1/decisions/reclaim", bad)

@@ -1,0 +1,101 @@
+"""A process's cached live state (`state_cache`) is exactly what the database holds.
+
+Decisions in a row decide on the copy the previous one derived from its own answer; every
+other write moves the state version on so the next decision reads the database again.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from planner.clusters.models import Server, ServerStatus
+from planner.live import services
+from planner.live.models import Decision, Job, LiveStateVersion
+from planner.live.selectors import cluster_state
+from planner.live.state_cache import LIVE_STATES
+from simulation.errors import InputError
+
+
+@pytest.fixture(autouse=True)
+def _empty_cache():
+    LIVE_STATES.clear()
+    yield
+    LIVE_STATES.clear()
+
+
+def cached(cluster):
+    version = LiveStateVersion.objects.get(cluster=cluster).version
+    return LIVE_STATES.get((cluster.pk, cluster.created_at), version)
+
+
+def decide(cluster, kind: str, capture, **body) -> Decision:
+    with capture(execute=True):
+        return services.decision_stateful(cluster=cluster, kind=kind, body=body, actor=None)
+
+
+def submit(cluster, name: str, gpus: int, **extra) -> Job:
+    return services.job_submit(cluster=cluster, name=name, num_gpus=gpus,
+                               duration_seconds=600 + 60 * gpus, **extra)
+
+
+@pytest.mark.django_db
+def test_decisions_in_a_row_decide_on_a_copy_equal_to_the_database(
+        cluster, django_capture_on_commit_callbacks) -> None:
+    capture = django_capture_on_commit_callbacks
+    decide(cluster, "loan", capture, count=4)
+    copy = cached(cluster)
+    assert copy is not None and copy.state == cluster_state(cluster=cluster)
+    for i, gpus in enumerate([8, 8, 4, 2, 2]):
+        submit(cluster, f"rigid-{i}", gpus)
+    submit(cluster, "elastic-a", 4, min_workers=2, max_workers=16)
+    submit(cluster, "elastic-b", 2, min_workers=1, max_workers=8)
+    assert cached(cluster) is None  # submitting moved the version on
+    kinds = set()
+    steps = [("schedule", {"policy": "aryl"}), ("reclaim", {"count": 1}),
+             ("schedule", {"policy": "aryl"}), ("reclaim", {"count": 2}),
+             ("loan", {"count": 1}), ("schedule", {"policy": "srtf"}),
+             ("schedule", {"policy": "aryl"}), ("reclaim", {"count": 1})]
+    for kind, body in steps:
+        decision = decide(cluster, kind, capture, **body)
+        copy = cached(cluster)
+        assert copy is not None, kind
+        assert copy.state == cluster_state(cluster=cluster), (kind, decision.response)
+        assert services.decision_replay(decision=decision).same
+        kinds.update(key for key, value in decision.response.items()
+                     if isinstance(value, list) and value)
+    # The sequence exercised every kind of change the copy is derived from.
+    assert {"servers", "launch", "preempted_jobs", "scaled_in", "scale_out"} <= kinds, kinds
+
+
+@pytest.mark.django_db
+def test_writes_outside_decisions_make_the_next_decision_read_the_database(
+        cluster, django_capture_on_commit_callbacks) -> None:
+    capture = django_capture_on_commit_callbacks
+    decide(cluster, "loan", capture, count=2)
+    assert cached(cluster) is not None
+    server = Server.objects.get(pool__cluster=cluster, name="training-1")
+    server.status = ServerStatus.OFFLINE
+    server.save()  # as the admin does
+    assert cached(cluster) is None
+    decision = decide(cluster, "schedule", capture, policy="fifo")
+    assert "training-1" not in {s["id"] for s in decision.request["state"]["servers"]}
+    job = submit(cluster, "late", 2)
+    decision = decide(cluster, "schedule", capture, policy="fifo")
+    assert [entry["job"] for entry in decision.response["launch"]] == ["late"]
+    services.job_report(job=job, remaining_seconds=100.0)
+    assert cached(cluster) is None
+    decision = decide(cluster, "reclaim", capture, count=1)
+    late = next(j for j in decision.request["state"]["jobs"] if j["id"] == "late")
+    assert late["remaining_seconds"] == 100.0
+
+
+@pytest.mark.django_db
+def test_a_failed_decision_leaves_the_copy_and_the_version_alone(
+        cluster, django_capture_on_commit_callbacks) -> None:
+    capture = django_capture_on_commit_callbacks
+    decide(cluster, "loan", capture, count=2)
+    before = cached(cluster)
+    with pytest.raises(InputError) as failure:
+        decide(cluster, "reclaim", capture, count=5)
+    assert failure.value.field == "count"
+    assert cached(cluster) is before
