@@ -7,15 +7,39 @@ the stateful and stateless forms run the very same `simulation.decide` code.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
-from django.db.models import Prefetch, QuerySet
+from django.db.models import F, FloatField, Func, Prefetch, QuerySet, Value
 from django.utils import timezone
 
 from planner.clusters.models import Cluster, Pool, Server, ServerStatus
 from planner.live.models import ACTIVE_STATUSES, Decision, Job, JobStatus, Placement
 
 ON_LOAN_STATUSES = (ServerStatus.ON_LOAN, ServerStatus.RECLAIMING)
+
+
+class _SecondsSince(Func):
+    """Seconds from `origin` to a datetime column, computed by the database: turning 2,000
+    timestamps into Python datetimes took a third of reading a cluster's state."""
+
+    output_field = FloatField()
+
+    def __init__(self, column: str, origin: datetime) -> None:
+        super().__init__(F(column), Value(origin))
+
+    def as_postgresql(self, compiler, connection, **extra):
+        return self.as_sql(compiler, connection, template="EXTRACT(EPOCH FROM (%(expressions)s))",
+                           arg_joiner=" - ", **extra)
+
+    def as_sqlite(self, compiler, connection, **extra):
+        # SQLite keeps datetimes as text, "YYYY-MM-DD HH:MM:SS[.ffffff]": whole seconds by
+        # strftime, the fraction from the text (julianday would round both to milliseconds).
+        (later, later_params), (origin, origin_params) = (
+            compiler.compile(expression) for expression in self.get_source_expressions())
+        sql = (f"((strftime('%%s', {later}) - strftime('%%s', {origin})) + "
+               f"(CAST(substr({later}, 20) AS REAL) - CAST(substr({origin}, 20) AS REAL)))")
+        return sql, (*later_params, *origin_params, *later_params, *origin_params)
 
 
 def job_list(*, cluster: Cluster | None = None, status: str | None = None,
@@ -97,18 +121,19 @@ def cluster_state(*, cluster: Cluster) -> dict[str, Any]:
     jobs = []
     running = JobStatus.RUNNING
     for (pk, name, status, per_worker, min_workers, max_workers, num_gpus, duration,
-         remaining, model, preemptible, priority, submitted_at, gpu_type) in Job.objects.filter(
+         remaining, model, preemptible, priority, submitted, gpu_type) in Job.objects.filter(
             cluster=cluster, status__in=ACTIVE_STATUSES).order_by("submitted_at", "id") \
             .values_list("id", "name", "status", "gpus_per_worker", "min_workers",
                          "max_workers", "num_gpus", "duration_seconds", "remaining_seconds",
-                         "model", "preemptible", "priority", "submitted_at", "gpu_type"):
+                         "model", "preemptible", "priority",
+                         _SecondsSince("submitted_at", origin), "gpu_type"):
         entry: dict[str, Any] = {
             "id": name, "status": status, "gpus_per_worker": per_worker,
             "min_workers": min_workers, "max_workers": max_workers,
             "num_gpus": num_gpus, "duration": duration,
             "remaining_seconds": remaining, "model": model,
             "preemptible": preemptible, "priority": priority,
-            "submit_time": round((submitted_at - origin).total_seconds(), 3),
+            "submit_time": round(float(submitted), 3),
             "placement": slots.get(pk, []) if status == running else [],
         }
         if gpu_type:

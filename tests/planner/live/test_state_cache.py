@@ -6,6 +6,8 @@ other write moves the state version on so the next decision reads the database a
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 
 from planner.clusters.models import Server, ServerStatus
@@ -99,3 +101,15 @@ def test_a_failed_decision_leaves_the_copy_and_the_version_alone(
         decide(cluster, "reclaim", capture, count=5)
     assert failure.value.field == "count"
     assert cached(cluster) is before
+
+
+@pytest.mark.django_db
+def test_snapshot_submit_times_are_seconds_since_the_cluster_was_created(cluster) -> None:
+    offsets = {"j0": timedelta(seconds=1.234_4), "j1": timedelta(days=40, seconds=0.012_3),
+               "j2": timedelta(seconds=7.000_1)}
+    for name, offset in offsets.items():
+        job = submit(cluster, name, 2)
+        Job.objects.filter(pk=job.pk).update(submitted_at=cluster.created_at + offset)
+    times = {job["id"]: job["submit_time"] for job in cluster_state(cluster=cluster)["jobs"]}
+    assert times == pytest.approx({name: round(offset.total_seconds(), 3)
+                                   for name, offset in offsets.items()}, abs=1e-6)
