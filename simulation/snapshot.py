@@ -20,9 +20,9 @@ Choices where DESIGN.md is silent:
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import MISSING, dataclass, fields
+from typing import Any, TypeVar
 
 from simulation.decisions import Placement, Slot
 from simulation.engine import EngineConfig, Simulation
@@ -33,6 +33,7 @@ from simulation.state import JobState, JobStatus
 
 SOURCE = "request"
 JOB_STATUSES = ("queued", "running")
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,7 +169,17 @@ def parse_snapshot(state: Any, *, queue: Any = None, path: str = "state") -> Sna
             else PoolKind.INFERENCE if any(s["id"] in loaned for _, s in members)
             else PoolKind.TRAINING
         )
+        lendable = kind == PoolKind.INFERENCE
         for i, server in members:
+            if type(server) is dict:  # skip the checks below when they would all pass
+                listed_type = server.get("gpu_type", "V100")
+                listed_kind = server.get("kind", kind)
+                if (type(server.get("gpus")) is int and server["gpus"] == gpus
+                        and type(listed_type) is str and listed_type == gpu_type
+                        and (listed_kind is kind
+                             or type(listed_kind) is str and listed_kind == kind)
+                        and (lendable or server["id"] not in loaned)):
+                    continue
             here = f"{path}.servers[{i}]"
             if _int(server, "gpus", here, minimum=1) != gpus:
                 raise _fail(f"{here}.gpus", f"pool {name!r} mixes servers of {gpus} and "
@@ -177,7 +188,7 @@ def parse_snapshot(state: Any, *, queue: Any = None, path: str = "state") -> Sna
                 raise _fail(f"{here}.gpu_type", f"pool {name!r} mixes GPU types")
             if "kind" in server and _kind(server["kind"], f"{here}.kind") != kind:
                 raise _fail(f"{here}.kind", f"pool {name!r} is {kind}")
-            if server["id"] in loaned and kind != PoolKind.INFERENCE:
+            if server["id"] in loaned and not lendable:
                 raise _fail(f"{here}.on_loan", f"only inference servers are lent; pool "
                             f"{name!r} is {kind}")
         gpu_types.setdefault(gpu_type, GpuType(gpu_type))
@@ -194,23 +205,27 @@ def parse_snapshot(state: Any, *, queue: Any = None, path: str = "state") -> Sna
     if queue is not None:
         entries += [(f"queue[{i}]", raw, "queued") for i, raw in
                     enumerate(_list(queue, "queue"))]
+    slots: dict[tuple[str, int, bool], Slot] = {}
     for where, raw, forced in entries:
-        job = _job_fast(raw, where, forced, seen) or _job(_object(raw, where), where, forced,
-                                                         seen)
+        job = (_job_fast(raw, where, forced, seen, slots)
+               or _job(_object(raw, where), where, forced, seen))
         if job.spec.job_id in job_ids:
             raise _fail(f"{where}.id", f"job {job.spec.job_id!r} is listed twice")
         job_ids.add(job.spec.job_id)
         jobs.append(job)
-    now = _float(data, "now", path, max((j.spec.submit_time for j in jobs), default=0.0))
+    latest = None if "now" in data else max((j.spec.submit_time for j in jobs), default=0.0)
+    now = _float(data, "now", path, latest)
     return Snapshot(spec=spec, on_loan=tuple(on_loan), jobs=tuple(jobs), now=now)
 
 
-def _job_fast(data: Any, path: str, forced: str | None, servers: set[str]) -> SnapshotJob | None:
+def _job_fast(data: Any, path: str, forced: str | None, servers: set[str],
+              slots: dict[tuple[str, int, bool], Slot]) -> SnapshotJob | None:
     """`_job` for the common, valid entry in one pass without per-field helper calls.
 
     Returns None on anything unusual (a missing, mistyped or out-of-range value, a bool
     where a number goes), and the caller then runs `_job`, which names the error; so both
-    paths accept exactly the same entries and build the same `SnapshotJob`.
+    paths accept exactly the same entries and build equal `SnapshotJob`s. `slots` shares one
+    `Slot` (immutable) among the entries that place the same GPUs on the same server.
     """
     if type(data) is not dict:
         return None
@@ -224,7 +239,7 @@ def _job_fast(data: Any, path: str, forced: str | None, servers: set[str]) -> Sn
     raw = get("placement", [])
     if type(raw) is not list:
         return None
-    slots = []
+    placement = []
     held = 0
     for entry in raw:
         if type(entry) is not dict:
@@ -232,18 +247,26 @@ def _job_fast(data: Any, path: str, forced: str | None, servers: set[str]) -> Sn
         server = entry.get("server")
         gpus = entry.get("gpus")
         flexible = entry.get("flexible", False)
-        if (type(server) is not str or server not in servers or type(gpus) is not int
-                or gpus < 1 or type(flexible) is not bool):
+        # Types first: True == 1 and 0 == False would find another entry's slot.
+        if (type(server) is not str or type(gpus) is not int or gpus < 1
+                or type(flexible) is not bool):
             return None
-        slots.append(Slot(server, gpus, flexible))
+        key = (server, gpus, flexible)
+        slot = slots.get(key)
+        if slot is None:
+            if server not in servers:
+                return None
+            slot = slots[key] = Slot(server, gpus, flexible)
+        placement.append(slot)
         held += gpus
-    if (status == "running") != bool(slots):
+    if (status == "running") != bool(placement):
         return None
     held_workers = held // per_worker
     min_workers = get("min_workers", held_workers or 1)
     if type(min_workers) is not int or min_workers < 1:
         return None
-    max_workers = get("max_workers", max(min_workers, held_workers))
+    # max() spelled out, here and for the duration: a builtin call per job is ~5% of it
+    max_workers = get("max_workers", held_workers if held_workers > min_workers else min_workers)
     if type(max_workers) is not int or max_workers < min_workers:
         return None
     num_gpus = get("num_gpus", (held_workers or min_workers) * per_worker)
@@ -267,15 +290,43 @@ def _job_fast(data: Any, path: str, forced: str | None, servers: set[str]) -> Sn
             or type(priority) is not int or priority < -(2**31)):
         return None
     remaining, duration = float(remaining), float(duration)
-    spec = JobSpec(
+    spec = _new_job_spec(  # min_workers, max_workers >= 1: JobSpec.__post_init__ is a no-op
         job_id=job_id, submit_time=float(submit), num_gpus=num_gpus,
-        duration=max(duration, remaining), model=model, gpus_per_worker=per_worker,
-        min_workers=min_workers, max_workers=max_workers, gpu_type=gpu_type,
-        preemptible=preemptible, priority=priority,
+        duration=remaining if remaining > duration else duration, model=model,
+        gpus_per_worker=per_worker, min_workers=min_workers, max_workers=max_workers,
+        gpu_type=gpu_type, preemptible=preemptible, priority=priority,
     )
-    return SnapshotJob(spec, status, tuple(slots), remaining, path)
+    return _new_snapshot_job(spec, status, tuple(placement), remaining, path)
 
 
+def _constructor(cls: type[T]) -> Callable[..., T]:
+    """`cls(...)` for a frozen slots dataclass at under half the cost, without `__post_init__`.
+
+    A frozen dataclass's `__init__` stores each field through `object.__setattr__` by name;
+    this one, generated the way `dataclasses` generates `__init__` (same signature and
+    defaults), calls each slot's descriptor: 1.3 µs instead of 3 for a JobSpec's 17 fields,
+    once per job of a snapshot. Since it skips `__post_init__`, it may only build values that
+    `__post_init__` would leave as they are.
+    """
+    params = []
+    namespace: dict[str, Any] = {"__new": object.__new__, "__cls": cls}
+    for field in fields(cls):
+        if field.default_factory is not MISSING:
+            raise TypeError(f"{cls.__name__}.{field.name} has a default factory")
+        if field.default is MISSING:
+            params.append(field.name)
+        else:
+            namespace[f"__default_{field.name}"] = field.default
+            params.append(f"{field.name}=__default_{field.name}")
+        namespace[f"__set_{field.name}"] = cls.__dict__[field.name].__set__
+    body = "".join(f"    __set_{field.name}(__obj, {field.name})\n" for field in fields(cls))
+    exec(f"def new_{cls.__name__}({', '.join(params)}):\n    __obj = __new(__cls)\n{body}"
+         "    return __obj\n", namespace)
+    return namespace[f"new_{cls.__name__}"]
+
+
+_new_job_spec = _constructor(JobSpec)
+_new_snapshot_job = _constructor(SnapshotJob)
 _NUMBER = (int, float)
 
 
