@@ -26,10 +26,10 @@ from typing import Any, TypeVar
 
 from simulation.decisions import Placement, Slot
 from simulation.engine import EngineConfig, Simulation
-from simulation.errors import InputError, InvalidDecision
+from simulation.errors import InputError
 from simulation.model import ClusterSpec, GpuType, JobSpec, PoolKind, PoolSpec, Workload
 from simulation.policies.base import Policy
-from simulation.state import JobState, JobStatus
+from simulation.state import JobState, JobStatus, PlacementRefused
 
 SOURCE = "request"
 JOB_STATUSES = ("queued", "running")
@@ -406,9 +406,10 @@ def snapshot_simulation(snapshot: Snapshot, policy: Policy, *,
                         config: EngineConfig | None = None) -> Simulation:
     """A `Simulation` paused at `snapshot.now` holding the snapshot's loans and jobs.
 
-    Running jobs are placed with the engine's own `ClusterState.check_placement`, in submit
-    order, so a refused placement becomes an `InputError` naming the job's placement exactly
-    as `Simulation.apply(Launch)` would refuse it. They are put straight into the running
+    Running jobs are placed in submit order with the engine's own checks
+    (`ClusterState.occupy_many`: `check_placement` then `occupy` for each, in one pass), so a
+    refused placement becomes an `InputError` naming the job's placement exactly as
+    `Simulation.apply(Launch)` would refuse it. They are put straight into the running
     set rather than launched through `apply`: a decision never advances the clock, so the
     completion events and rates a launch computes would never be read (a resize or
     preemption in the decision recomputes its job's own).
@@ -429,24 +430,24 @@ def snapshot_simulation(snapshot: Snapshot, policy: Policy, *,
     state = sim.state
     for sid in snapshot.on_loan:
         state.set_on_loan(sid, True)
-    launched: list[tuple[SnapshotJob, JobState]] = []
+    placed: list[SnapshotJob] = []
+    pairs: list[tuple[JobState, Placement]] = []
+    running = JobStatus.RUNNING  # an enum member lookup is ~0.1 µs: once, not per job
     for job in ordered:
         record = state.add_job(job.spec)
         sim.view.register(record)
         record.last_update = now
         record.remaining_work = job.remaining_seconds  # as reported, not the whole duration
         if job.status == "running":
-            launched.append((job, record))
-            record.queued_since = now
+            state.running[job.spec.job_id] = record
+            record.status = running
+            record.queued_since = record.first_start = now
+            placed.append(job)
+            pairs.append((record, job.placement))
         else:
             state.enqueue(record, now)
-    for job, record in launched:
-        try:
-            state.check_placement(record, job.placement)
-        except InvalidDecision as exc:
-            raise _fail(f"{job.path}.placement", str(exc)) from None
-        state.occupy(record, job.placement)
-        state.running[record.job_id] = record
-        record.status = JobStatus.RUNNING
-        record.first_start = now
+    try:
+        state.occupy_many(pairs)
+    except PlacementRefused as exc:
+        raise _fail(f"{placed[exc.index].path}.placement", str(exc)) from None
     return sim

@@ -9,11 +9,24 @@ API builds one from a snapshot and applies a policy's decisions to it the same w
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from enum import StrEnum
 
 from simulation.decisions import Placement
 from simulation.errors import InvalidDecision
 from simulation.model import ClusterSpec, JobSpec, PoolKind
+
+# Looking an enum member up (`PoolKind.INFERENCE`) costs ~0.1 µs, and these are read for every
+# placement check, free-GPU index move and new job.
+_INFERENCE = PoolKind.INFERENCE
+
+
+class PlacementRefused(InvalidDecision):
+    """`ClusterState.occupy_many` refused `pairs[index]`, the first refusal in order."""
+
+    def __init__(self, message: str, index: int) -> None:
+        super().__init__(message)
+        self.index = index
 
 
 class JobStatus(StrEnum):
@@ -21,6 +34,9 @@ class JobStatus(StrEnum):
     QUEUED = "queued"
     RUNNING = "running"
     DONE = "done"
+
+
+_PENDING = JobStatus.PENDING  # see _INFERENCE
 
 
 class ServerState:
@@ -43,7 +59,7 @@ class ServerState:
 
     @property
     def available(self) -> bool:
-        return self.kind != PoolKind.INFERENCE or self.on_loan
+        return self.kind != _INFERENCE or self.on_loan
 
     @property
     def free(self) -> int:
@@ -64,7 +80,7 @@ class JobState:
     def __init__(self, spec: JobSpec, index: int = 0) -> None:
         self.spec = spec
         self.index = index  # position in the trace: the tie-breaker for equal submit times
-        self.status = JobStatus.PENDING
+        self.status = _PENDING
         self.placement: Placement = ()
         self.gpus = 0
         self.share = 1.0
@@ -190,37 +206,8 @@ class ClusterState:
     def check_placement(self, job: JobState, placement: Placement) -> None:
         """Raise `InvalidDecision` unless `job` may hold exactly `placement` right now."""
         spec = job.spec
-        if not placement:
-            raise InvalidDecision(f"job {spec.job_id}: empty placement")
-        total = 0
-        flexible = 0
         per_server: dict[str, int] = {}
-        seen: set[tuple[str, bool]] = set()
-        for slot in placement:
-            server = self.servers.get(slot.server)
-            if server is None:
-                raise InvalidDecision(f"job {spec.job_id}: unknown server {slot.server!r}")
-            if (slot.server, slot.flexible) in seen:
-                raise InvalidDecision(f"job {spec.job_id}: server {slot.server} listed twice")
-            seen.add((slot.server, slot.flexible))
-            if not server.available:
-                raise InvalidDecision(
-                    f"job {spec.job_id}: server {slot.server} is not available to training"
-                )
-            if slot.gpus <= 0 or slot.gpus % spec.gpus_per_worker:
-                raise InvalidDecision(
-                    f"job {spec.job_id}: {slot.gpus} GPUs on {slot.server} is not a whole "
-                    f"number of {spec.gpus_per_worker}-GPU workers"
-                )
-            if spec.gpu_type is not None and server.gpu_type != spec.gpu_type:
-                raise InvalidDecision(
-                    f"job {spec.job_id} needs {spec.gpu_type}, server {slot.server} has "
-                    f"{server.gpu_type}"
-                )
-            per_server[slot.server] = per_server.get(slot.server, 0) + slot.gpus
-            total += slot.gpus
-            if slot.flexible:
-                flexible += slot.gpus
+        total, flexible = self._check_slots(spec, placement, per_server)
         if not self.allow_oversubscription:
             for server_id, gpus in per_server.items():
                 server = self.servers[server_id]
@@ -230,6 +217,53 @@ class ClusterState:
                         f"job {spec.job_id}: {gpus} GPUs on {server_id} would over-commit it "
                         f"({in_use} of {server.gpus} in use)"
                     )
+        self._check_size(spec, total, flexible)
+
+    def _check_slots(
+        self, spec: JobSpec, placement: Placement, per_server: dict[str, int]
+    ) -> tuple[int, int]:
+        """The checks of `check_placement` that come before the over-commit one (none reads
+        GPUs in use): adds each slot's GPUs to `per_server`, returns all and flexible GPUs."""
+        if not placement:
+            raise InvalidDecision(f"job {spec.job_id}: empty placement")
+        servers = self.servers
+        per_worker = spec.gpus_per_worker
+        gpu_type = spec.gpu_type
+        total = 0
+        flexible = 0
+        seen: set[tuple[str, bool]] = set()
+        for slot in placement:
+            server_id, gpus = slot.server, slot.gpus
+            server = servers.get(server_id)
+            if server is None:
+                raise InvalidDecision(f"job {spec.job_id}: unknown server {server_id!r}")
+            key = (server_id, slot.flexible)
+            if key in seen:
+                raise InvalidDecision(f"job {spec.job_id}: server {server_id} listed twice")
+            seen.add(key)
+            if not server.available:
+                raise InvalidDecision(
+                    f"job {spec.job_id}: server {server_id} is not available to training"
+                )
+            if gpus <= 0 or gpus % per_worker:
+                raise InvalidDecision(
+                    f"job {spec.job_id}: {gpus} GPUs on {server_id} is not a whole "
+                    f"number of {per_worker}-GPU workers"
+                )
+            if gpu_type is not None and server.gpu_type != gpu_type:
+                raise InvalidDecision(
+                    f"job {spec.job_id} needs {gpu_type}, server {server_id} has "
+                    f"{server.gpu_type}"
+                )
+            per_server[server_id] = per_server.get(server_id, 0) + gpus
+            total += gpus
+            if slot.flexible:
+                flexible += gpus
+        return total, flexible
+
+    @staticmethod
+    def _check_size(spec: JobSpec, total: int, flexible: int) -> None:
+        """The checks of `check_placement` made after the over-commit one."""
         workers = total // spec.gpus_per_worker
         if not spec.min_workers <= workers <= spec.max_workers:
             raise InvalidDecision(
@@ -249,6 +283,69 @@ class ClusterState:
         job.placement = placement
         job.gpus = sum(slot.gpus for slot in placement)
 
+    def occupy_many(self, pairs: Sequence[tuple[JobState, Placement]]) -> None:
+        """`check_placement` then `occupy` for each pair in order, with the free-GPU index
+        moved once per server instead of once per slot (a snapshot places ~2,000 jobs).
+
+        The state left is the sequential one, index order included: each change moves a server
+        to the end of its new bucket, so a touched server ends in its final bucket, after the
+        untouched ones, in order of its last change. Occupying only adds GPUs, so the
+        sequential path refuses nothing iff every placement passes the checks that ignore GPUs
+        in use and no server is over-committed by the final totals; otherwise the pairs are
+        placed one by one and the first refusal raises `PlacementRefused` with its index.
+        """
+        if not self._fit_together(pairs):
+            self._occupy_one_by_one(pairs)
+            return
+        servers = self.servers
+        busy = self.pool_busy
+        touched: dict[str, ServerState] = {}  # in order of last change
+        for job, placement in pairs:
+            job_id = job.spec.job_id
+            total = 0
+            for slot in placement:
+                server = servers[slot.server]
+                if touched.pop(slot.server, None) is None:
+                    self._unindex(server)
+                    busy[server.pool] -= min(server.used, server.gpus)
+                touched[slot.server] = server
+                server.used += slot.gpus
+                server.jobs[job_id] = server.jobs.get(job_id, 0) + slot.gpus
+                total += slot.gpus
+            job.placement = placement
+            job.gpus = total
+        for server in touched.values():
+            self._index(server)
+            busy[server.pool] += min(server.used, server.gpus)
+
+    def _fit_together(self, pairs: Sequence[tuple[JobState, Placement]]) -> bool:
+        """Whether placing `pairs` one by one refuses none of them (see `occupy_many`)."""
+        added: dict[str, int] = {}
+        check_slots, check_size = self._check_slots, self._check_size
+        try:
+            for job, placement in pairs:
+                spec = job.spec
+                total, flexible = check_slots(spec, placement, added)
+                check_size(spec, total, flexible)
+        except InvalidDecision:
+            return False
+        if self.allow_oversubscription:
+            return True
+        servers = self.servers
+        for server_id, gpus in added.items():
+            server = servers[server_id]
+            if server.used + gpus > server.gpus:
+                return False
+        return True
+
+    def _occupy_one_by_one(self, pairs: Sequence[tuple[JobState, Placement]]) -> None:
+        for index, (job, placement) in enumerate(pairs):
+            try:
+                self.check_placement(job, placement)
+            except InvalidDecision as exc:
+                raise PlacementRefused(str(exc), index) from None
+            self.occupy(job, placement)
+
     def release(self, job: JobState) -> None:
         for slot in job.placement:
             server = self.servers[slot.server]
@@ -259,7 +356,7 @@ class ClusterState:
 
     def set_on_loan(self, server_id: str, on_loan: bool) -> None:
         server = self.servers[server_id]
-        if server.kind != PoolKind.INFERENCE:
+        if server.kind != _INFERENCE:
             raise InvalidDecision(f"server {server_id} is not an inference server")
         if server.on_loan == on_loan:
             raise InvalidDecision(f"server {server_id} on_loan is already {on_loan}")

@@ -1,9 +1,12 @@
-"""Snapshot parsing: the fast paths answer exactly as the plain ones.
+"""Snapshot parsing and state building: the fast paths answer exactly as the plain ones.
 
 `parse_snapshot` validates common entries in one pass (`_job_fast`, and a shortcut for
 well-formed servers) and falls back to the field-naming helpers otherwise; a job or server
 given as a read-only mapping instead of a dict always takes the helpers, so parsing a state
 and its copy with every entry wrapped must give the same snapshot or the same error.
+`snapshot_simulation` places running jobs with `ClusterState.occupy_many`, which must leave
+the state `check_placement` + `occupy` leave job by job, down to the order of servers in the
+free-GPU index, and refuse the same first job with the same message.
 """
 
 from __future__ import annotations
@@ -13,21 +16,26 @@ import math
 from dataclasses import FrozenInstanceError, fields
 from types import MappingProxyType
 from typing import Any
+from unittest.mock import patch
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simulation.decisions import Slot
-from simulation.errors import InputError
-from simulation.model import JobSpec
+from simulation.decisions import Placement, Slot
+from simulation.errors import InputError, InvalidDecision
+from simulation.model import JobSpec, PoolKind
+from simulation.policies.base import Policy
 from simulation.snapshot import (
     SnapshotJob,
     _job,
     _job_fast,
     _new_job_spec,
     parse_snapshot,
+    snapshot_simulation,
 )
+from simulation.state import ClusterState, JobState, PlacementRefused
+from tests.simulation.builders import cluster
 
 ODD_VALUES = st.one_of(
     st.none(), st.booleans(), st.integers(-3, 10), st.floats(allow_nan=True, allow_infinity=True),
@@ -263,3 +271,122 @@ def test_jobs_placing_the_same_gpus_on_a_server_share_one_slot() -> None:
     first, second = parse_snapshot(state).jobs
     assert first.placement[0] is second.placement[0]
     assert isinstance(first, SnapshotJob) and first.placement == (Slot("s", 2),)
+
+
+def _sequential_occupy(self: ClusterState, pairs: list[tuple[JobState, Placement]]) -> None:
+    """What `occupy_many` stands for: check then occupy, job by job."""
+    for index, (job, placement) in enumerate(pairs):
+        try:
+            self.check_placement(job, placement)
+        except InvalidDecision as exc:
+            raise PlacementRefused(str(exc), index) from None
+        self.occupy(job, placement)
+
+
+def _state_of(state: ClusterState) -> dict[str, Any]:
+    """Everything a decision may read from the state, in its order."""
+    return {
+        "servers": [(sid, s.used, list(s.jobs.items()), s.on_loan)
+                    for sid, s in state.servers.items()],
+        "free_index": {pool: [list(bucket) for bucket in buckets]
+                       for pool, buckets in state.free_index.items()},
+        "pool_busy": list(state.pool_busy.items()),
+        "jobs": [(job_id, j.index, j.status, j.placement, j.gpus, j.remaining_work,
+                  j.last_update, j.queued_since, j.first_start)
+                 for job_id, j in state.jobs.items()],
+        "queue": list(state.queue),
+        "running": list(state.running),
+    }
+
+
+def _built(snapshot, policy: Policy) -> tuple[Any, ...]:
+    try:
+        sim = snapshot_simulation(snapshot, policy)
+    except InputError as exc:
+        return ("error", exc.field, exc.message)
+    return ("ok", _state_of(sim.state), list(sim.view.running), list(sim.view.queue))
+
+
+class _SharingPolicy(Policy):
+    shares_gpus = True
+
+
+@settings(max_examples=300, deadline=None)
+@given(states(), st.booleans())
+def test_bulk_build_leaves_the_state_and_errors_of_the_sequential_one(state, shares) -> None:
+    try:
+        snapshot = parse_snapshot(state)
+    except InputError:
+        return
+    policy = _SharingPolicy() if shares else Policy()
+    bulk = _built(snapshot, policy)
+    with patch.object(ClusterState, "occupy_many", _sequential_occupy):
+        sequential = _built(snapshot, policy)
+    assert bulk == sequential
+
+
+def test_an_over_committed_server_names_the_first_job_that_does_not_fit() -> None:
+    state = {"servers": [{"id": "s", "pool": "p", "gpus": 4}],
+             "jobs": [{"id": f"j{k}", "status": "running", "remaining_seconds": 1.0,
+                       "submit_time": float(3 - k), "placement": [{"server": "s", "gpus": 2}]}
+                      for k in range(3)]}
+    with pytest.raises(InputError) as caught:
+        snapshot_simulation(parse_snapshot(state), Policy())
+    assert caught.value.field == "state.jobs[0].placement"  # submitted last
+    assert caught.value.message == "job j0: 2 GPUs on s would over-commit it (4 of 4 in use)"
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.data())
+def test_occupy_many_on_a_busy_cluster_matches_occupying_one_by_one(data) -> None:
+    """Also with GPUs already in use, shared GPUs, and a job placed twice in one call."""
+    spec = cluster(("training", PoolKind.TRAINING, 2, 4), ("inference", PoolKind.INFERENCE, 3, 4))
+    state = ClusterState(spec, allow_oversubscription=data.draw(st.booleans()))
+    for sid in data.draw(st.lists(st.sampled_from(state.pool_servers["inference"]),
+                                  unique=True)):
+        state.set_on_loan(sid, True)
+    ids = list(state.servers)
+
+    def placements() -> st.SearchStrategy[Placement]:
+        slot = st.builds(Slot, st.sampled_from(ids + ["nowhere"]), st.integers(0, 3),
+                         st.booleans())
+        return st.lists(slot, max_size=3).map(tuple)
+
+    def job(k: int) -> JobState:
+        return state.add_job(JobSpec(f"j{k}", 0.0, 2, 1.0, min_workers=1, max_workers=6))
+
+    for k in range(data.draw(st.integers(0, 4))):  # already running
+        record, placement = job(k), data.draw(placements())
+        try:
+            state.check_placement(record, placement)
+        except InvalidDecision:
+            continue
+        state.occupy(record, placement)
+    new = [job(k) for k in range(10, 10 + data.draw(st.integers(0, 6)))]
+    pairs = [(data.draw(st.sampled_from(new)), data.draw(placements())) for _ in new]
+    sequential = copy.deepcopy((state, pairs))
+
+    def outcome(state: ClusterState, pairs: list[tuple[JobState, Placement]], occupy) -> Any:
+        try:
+            occupy(state, pairs)
+        except PlacementRefused as exc:
+            return ("refused", exc.index, str(exc))
+        return ("ok", _state_of(state))
+
+    assert (outcome(state, pairs, ClusterState.occupy_many)
+            == outcome(*sequential, _sequential_occupy))
+
+
+def test_occupy_many_orders_each_free_gpu_bucket_by_the_servers_last_change() -> None:
+    spec = cluster(("inference", PoolKind.INFERENCE, 3, 4))
+    state = ClusterState(spec)
+    for sid in ("inference-3", "inference-1", "inference-2"):
+        state.set_on_loan(sid, True)
+    jobs = [state.add_job(JobSpec(f"j{k}", 0.0, gpus, 1.0))
+            for k, gpus in enumerate((1, 2, 1))]
+    state.occupy_many([(jobs[0], (Slot("inference-1", 1),)), (jobs[1], (Slot("inference-2", 2),)),
+                       (jobs[2], (Slot("inference-1", 1),))])
+    assert [list(bucket) for bucket in state.free_index["inference"]] == [
+        [], [], ["inference-2", "inference-1"], [], ["inference-3"]]
+    assert state.pool_busy == {"inference": 4}
+    assert state.servers["inference-1"].jobs == {"j0": 1, "j2": 1}
