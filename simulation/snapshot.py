@@ -135,8 +135,15 @@ def _kind(value: Any, path: str) -> PoolKind:
         raise _fail(path, f"{value!r} is not one of {', '.join(PoolKind)}") from None
 
 
-def parse_snapshot(state: Any, *, queue: Any = None, path: str = "state") -> Snapshot:
-    """Validate a snapshot (and an optional queue of waiting jobs) into typed values."""
+def parse_snapshot(state: Any, *, queue: Any = None, path: str = "state",
+                   known: Mapping[str, tuple[Any, SnapshotJob]] | None = None) -> Snapshot:
+    """Validate a snapshot (and an optional queue of waiting jobs) into typed values.
+
+    `known` maps job ids to an entry parsed before and its parse: a job whose entry is that
+    very object (not merely equal: `1 == True`), at the same path and on servers this state
+    still lists, keeps its parse. The live API passes the previous decision's parses, as it
+    shares the unchanged entries of one state with the next and never mutates them.
+    """
     data = _object(state, path)
     gpu_types = _gpu_types(data.get("gpu_types", {}), f"{path}.gpu_types")
     pool_meta = _pool_meta(data.get("pools", []), f"{path}.pools")
@@ -207,7 +214,8 @@ def parse_snapshot(state: Any, *, queue: Any = None, path: str = "state") -> Sna
                     enumerate(_list(queue, "queue"))]
     slots: dict[tuple[str, int, bool], Slot] = {}
     for where, raw, forced in entries:
-        job = (_job_fast(raw, where, forced, seen, slots)
+        job = (known is not None and _known_job(known, raw, where, seen)
+               or _job_fast(raw, where, forced, seen, slots)
                or _job(_object(raw, where), where, forced, seen))
         if job.spec.job_id in job_ids:
             raise _fail(f"{where}.id", f"job {job.spec.job_id!r} is listed twice")
@@ -216,6 +224,17 @@ def parse_snapshot(state: Any, *, queue: Any = None, path: str = "state") -> Sna
     latest = None if "now" in data else max((j.spec.submit_time for j in jobs), default=0.0)
     now = _float(data, "now", path, latest)
     return Snapshot(spec=spec, on_loan=tuple(on_loan), jobs=tuple(jobs), now=now)
+
+
+def _known_job(known: Mapping[str, tuple[Any, SnapshotJob]], raw: Any, path: str,
+               servers: set[str]) -> SnapshotJob | None:
+    """The earlier parse of this very entry (see `parse_snapshot`), if it still holds."""
+    job_id = raw.get("id") if type(raw) is dict else None
+    earlier = known.get(job_id) if type(job_id) is str else None
+    if earlier is None or earlier[0] is not raw or earlier[1].path != path:
+        return None
+    job = earlier[1]
+    return job if all(slot.server in servers for slot in job.placement) else None
 
 
 def _job_fast(data: Any, path: str, forced: str | None, servers: set[str],

@@ -100,14 +100,23 @@ def cluster_now(*, cluster: Cluster, latest_submit: float) -> float:
 
 def cluster_state(*, cluster: Cluster) -> dict[str, Any]:
     """`cluster_snapshot` without `now`: what a write to the live state changes."""
+    return cluster_state_and_ids(cluster=cluster)[0]
+
+
+def cluster_state_and_ids(*, cluster: Cluster) -> tuple[dict[str, Any], dict[str, int],
+                                                         dict[str, int]]:
+    """`cluster_state`, and the database ids of its servers and jobs by name (what applying
+    an answer, which names them, needs)."""
     origin = cluster.created_at
     pools = list(Pool.objects.filter(cluster=cluster).select_related("gpu_type").order_by("id"))
     servers = []
+    server_ids: dict[str, int] = {}
     server_rows = Server.objects.filter(pool__cluster=cluster).exclude(
         status=ServerStatus.OFFLINE).order_by("pool_id", "id").values_list(
-        "pool_id", "name", "status")
+        "id", "pool_id", "name", "status")
     by_id = {pool.id: pool for pool in pools}
-    for pool_id, name, status in server_rows:
+    for pk, pool_id, name, status in server_rows:
+        server_ids[name] = pk
         pool = by_id[pool_id]
         servers.append({"id": name, "pool": pool.name, "kind": pool.kind,
                         "gpus": pool.gpus_per_server, "gpu_type": pool.gpu_type.name,
@@ -119,6 +128,7 @@ def cluster_state(*, cluster: Cluster) -> dict[str, Any]:
         slots.setdefault(job_id, []).append({"server": server, "gpus": gpus,
                                              "flexible": flexible})
     jobs = []
+    job_ids: dict[str, int] = {}
     running = JobStatus.RUNNING
     for (pk, name, status, per_worker, min_workers, max_workers, num_gpus, duration,
          remaining, model, preemptible, priority, submitted, gpu_type) in Job.objects.filter(
@@ -139,7 +149,8 @@ def cluster_state(*, cluster: Cluster) -> dict[str, Any]:
         if gpu_type:
             entry["gpu_type"] = gpu_type
         jobs.append(entry)
-    return {
+        job_ids[name] = pk
+    state = {
         "gpu_types": {pool.gpu_type.name: {"speed": pool.gpu_type.speed,
                                            "memory_gb": pool.gpu_type.memory_gb}
                       for pool in pools},
@@ -148,3 +159,4 @@ def cluster_state(*, cluster: Cluster) -> dict[str, Any]:
         "servers": servers,
         "jobs": jobs,
     }
+    return state, server_ids, job_ids

@@ -8,8 +8,9 @@ has just taken or lose a job another has just moved. The answer is computed by
 transaction, so it is all or nothing.
 
 Every such write also bumps the cluster's `LiveStateVersion` in the same transaction (model
-saves through `planner.live.signals`, bulk updates here), which is what lets a process
-decide on its cached copy of the state (`state_cache`) when nothing has changed since.
+saves through `planner.live.signals`; a decision, which writes in bulk, bumps it itself),
+which is what lets a process decide on its cached copy of the state (`state_cache`) when
+nothing has changed since.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import Count, Exists, F, OuterRef, Q, Sum
 from django.utils import timezone
 
@@ -36,7 +37,7 @@ from planner.live.models import (
     LiveStateVersion,
     Placement,
 )
-from planner.live.selectors import cluster_now, cluster_state
+from planner.live.selectors import cluster_now, cluster_state_and_ids
 from planner.live.signals import version_bumped_by_caller
 from planner.live.state_cache import LIVE_STATES, CachedState
 from simulation.decide import DECIDERS
@@ -49,12 +50,6 @@ class IdempotencyConflict(Exception):
 
 def _cluster_lock(*, cluster_id: int) -> Cluster:
     return Cluster.objects.select_for_update().get(pk=cluster_id)
-
-
-def live_state_changed(*, cluster_id: int) -> None:
-    """Move the cluster's state version on: call in the transaction of any write to its
-    servers, jobs or placements that bypasses `Model.save()` (see `signals`)."""
-    LiveStateVersion.objects.filter(cluster_id=cluster_id).update(version=F("version") + 1)
 
 
 # --- jobs ------------------------------------------------------------------------------------
@@ -162,21 +157,33 @@ def decision_stateful(*, cluster: Cluster, kind: str, body: dict[str, Any],
         if field in body:
             raise InputError(f"a stateful decision uses the cluster's own state; {why}",
                              field=field)
-    version, _ = LiveStateVersion.objects.select_for_update().get_or_create(cluster=cluster)
+    version = _state_version_bump(cluster=cluster)  # undone with the rest if this fails
     key = (cluster.pk, cluster.created_at)
-    cached = LIVE_STATES.get(key, version.version)
+    cached = LIVE_STATES.get(key, version - 1)
     if cached is None:
-        cached = CachedState.from_state(version.version, cluster_state(cluster=cluster))
+        cached = CachedState.from_state(version - 1, *cluster_state_and_ids(cluster=cluster))
     now = cluster_now(cluster=cluster, latest_submit=cached.latest_submit)
     request = {**body, "state": {"now": now, **cached.state}}
     response = DECIDERS[kind](request, snapshot=replace(cached.snapshot, now=now))
     with version_bumped_by_caller():
-        _apply(cluster=cluster, kind=kind, response=response, state=cached.state)
-    live_state_changed(cluster_id=cluster.pk)
-    following = cached.after(version.version + 1, kind, response)
+        _apply(kind=kind, response=response, cached=cached)
+    following = cached.after(version, kind, response)
     transaction.on_commit(lambda: LIVE_STATES.put(key, following))
     return Decision.objects.create(cluster=cluster, kind=kind, stateful=True, actor=actor,
                                    request=request, response=response)
+
+
+def _state_version_bump(*, cluster: Cluster) -> int:
+    """Move the state version on and return it: one statement that also locks the row (the
+    ORM's `update()` cannot return the new value)."""
+    table = LiveStateVersion._meta.db_table
+    with connection.cursor() as cursor:
+        cursor.execute(f"UPDATE {table} SET version = version + 1 WHERE cluster_id = %s "
+                       "RETURNING version", [cluster.pk])
+        row = cursor.fetchone()
+    if row is None:  # the cluster's first decision: nothing can have cached it yet
+        return LiveStateVersion.objects.create(cluster=cluster, version=1).version
+    return row[0]
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,13 +201,13 @@ def decision_replay(*, decision: Decision) -> Replay:
     return Replay(decision, DECIDERS[decision.kind](decision.request))
 
 
-def _apply(*, cluster: Cluster, kind: str, response: dict[str, Any],
-           state: dict[str, Any]) -> None:
-    """Write an answer decided on `state` (the snapshot, which names where the moved jobs
-    ran before) to the live state."""
+def _apply(*, kind: str, response: dict[str, Any], cached: CachedState) -> None:
+    """Write an answer decided on `cached` (whose snapshot names where the moved jobs ran
+    before, and whose id maps save looking the named rows up) to the live state."""
     now = timezone.now()
+    server_ids, job_ids = cached.server_ids, cached.job_ids
     if kind == DecisionKind.LOAN:
-        Server.objects.filter(pool__cluster=cluster, name__in=response["servers"]).update(
+        Server.objects.filter(id__in=[server_ids[name] for name in response["servers"]]).update(
             status=ServerStatus.ON_LOAN, updated_at=now)
         return
     placements: dict[str, list[dict[str, Any]]] = {}
@@ -210,36 +217,30 @@ def _apply(*, cluster: Cluster, kind: str, response: dict[str, Any],
         placements[entry["job"]] = entry["placement"]
     launched = {entry["job"]: entry["placement"] for entry in response.get("launch", [])}
     placements.update(launched)
-    # Only the rows the answer names: a reclaim touching 4 of 2,000 jobs reads 4.
-    named = {slot["server"] for slots in placements.values() for slot in slots}
+    touched = {slot["server"] for slots in placements.values() for slot in slots}
     moving = set(placements).union(stopped)
-    vacated = {slot["server"] for job in state["jobs"] if job["id"] in moving
-               for slot in job["placement"]}
-    touched = named | vacated
-    servers = dict(Server.objects.filter(
-        pool__cluster=cluster, name__in=touched.union(response.get("servers", ())))
-        .values_list("name", "id"))
-    jobs = dict(Job.objects.filter(cluster=cluster, status__in=ACTIVE_STATUSES,
-                                   name__in=[*placements, *stopped]).values_list("name", "id"))
-    moved = [jobs[name] for name in list(placements) + stopped]
+    touched.update(slot["server"] for job in cached.state["jobs"] if job["id"] in moving
+                   for slot in job["placement"])
+    moved = [job_ids[name] for name in list(placements) + stopped]
     Placement.objects.filter(job_id__in=moved).delete()
     if stopped:
-        Job.objects.filter(id__in=[jobs[name] for name in stopped]).update(
+        Job.objects.filter(id__in=[job_ids[name] for name in stopped]).update(
             status=JobStatus.QUEUED, preemptions=F("preemptions") + 1, updated_at=now)
     if launched:
-        ids = [jobs[name] for name in launched]
+        ids = [job_ids[name] for name in launched]
         Job.objects.filter(id__in=ids).update(status=JobStatus.RUNNING, updated_at=now)
         Job.objects.filter(id__in=ids, started_at__isnull=True).update(started_at=now)
     Placement.objects.bulk_create([
-        Placement(job_id=jobs[name], server_id=servers[slot["server"]], gpus=slot["gpus"],
+        Placement(job_id=job_ids[name], server_id=server_ids[slot["server"]], gpus=slot["gpus"],
                   flexible=slot["flexible"])
         for name, slots in placements.items() for slot in slots
     ])
     if kind == DecisionKind.RECLAIM:
-        Server.objects.filter(id__in=[servers[s] for s in response["servers"]]).update(
+        Server.objects.filter(id__in=[server_ids[s] for s in response["servers"]]).update(
             status=ServerStatus.IDLE, updated_at=now)
-    own = {server["id"] for server in state["servers"] if server["kind"] != PoolKind.INFERENCE}
-    _server_statuses_refresh(server_ids=[servers[name] for name in touched & own])
+    own = {server["id"] for server in cached.state["servers"]
+           if server["kind"] != PoolKind.INFERENCE}
+    _server_statuses_refresh(server_ids=[server_ids[name] for name in touched & own])
 
 
 def _server_statuses_refresh(*, server_ids: list[int]) -> None:

@@ -2,9 +2,8 @@
 
 These receivers cover everything that goes through `Model.save()` or `delete()`: the job
 services, the admin and the shell. A bulk write (`QuerySet.update`, `bulk_create`) sends no
-signal and must call `services.live_state_changed` itself, as `services` does; it also runs
-its writes under `version_bumped_by_caller()` so deleting 300 placements costs one bump, not
-300.
+signal and must bump the version itself, as `services.decision_stateful` does; it runs its
+writes under `version_bumped_by_caller()` so deleting 300 placements costs one bump, not 300.
 """
 
 from __future__ import annotations

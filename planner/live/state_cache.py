@@ -23,7 +23,7 @@ from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from simulation.snapshot import Snapshot, parse_snapshot
+from simulation.snapshot import Snapshot, SnapshotJob, parse_snapshot
 
 CACHED_CLUSTERS = 8  # per process; a cluster's copy is a few MB of Python objects
 
@@ -36,19 +36,23 @@ class CachedState:
     state: Mapping[str, Any]  # `cluster_snapshot` without "now"
     snapshot: Snapshot  # `parse_snapshot(state)` (with `now` 0; callers replace it)
     latest_submit: float
+    server_ids: Mapping[str, int]  # database ids by name, which no decision changes
+    job_ids: Mapping[str, int]
 
     @classmethod
-    def from_state(cls, version: int, state: Mapping[str, Any],
-                   reuse: CachedState | None = None) -> CachedState:
+    def from_state(cls, version: int, state: Mapping[str, Any], server_ids: Mapping[str, int],
+                   job_ids: Mapping[str, int], reuse: CachedState | None = None) -> CachedState:
         """Parse `state`, reusing `reuse`'s parse of every job entry it shares."""
         jobs = state["jobs"]
-        snapshot = parse_snapshot({**state, "now": 0.0})
+        known = None if reuse is None else reuse.parsed_jobs()
+        snapshot = parse_snapshot({**state, "now": 0.0}, known=known)
         latest = max((job["submit_time"] for job in jobs), default=0.0)
-        return cls(version, state, snapshot, latest)
+        return cls(version, state, snapshot, latest, server_ids, job_ids)
 
-    def parsed_jobs(self) -> dict[int, tuple[Any, Any]]:
-        return {id(raw): (raw, job) for raw, job in zip(self.state["jobs"],
-                                                        self.snapshot.jobs, strict=True)}
+    def parsed_jobs(self) -> dict[str, tuple[Any, SnapshotJob]]:
+        """Job id -> (entry, its parse), for `parse_snapshot(known=...)`."""
+        return {job.spec.job_id: (raw, job)
+                for raw, job in zip(self.state["jobs"], self.snapshot.jobs, strict=True)}
 
     def after(self, version: int, kind: str, response: Mapping[str, Any]) -> CachedState:
         """This state with a decision's answer applied, as `services._apply` writes it."""
@@ -64,7 +68,8 @@ class CachedState:
             jobs = [_job_after(job, changes[job["id"]]) if job["id"] in changes else job
                     for job in jobs]
         state = {**self.state, "servers": servers, "jobs": jobs}
-        return CachedState.from_state(version, state, reuse=self)
+        return CachedState.from_state(version, state, self.server_ids, self.job_ids,
+                                      reuse=self)
 
 
 def _job_changes(response: Mapping[str, Any]) -> dict[str, tuple[str, list[Any]]]:

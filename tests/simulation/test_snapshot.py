@@ -390,3 +390,25 @@ def test_occupy_many_orders_each_free_gpu_bucket_by_the_servers_last_change() ->
         [], [], ["inference-2", "inference-1"], [], ["inference-3"]]
     assert state.pool_busy == {"inference": 4}
     assert state.servers["inference-1"].jobs == {"j0": 1, "j2": 1}
+
+
+def test_known_parses_are_kept_only_for_the_very_same_entry_on_listed_servers() -> None:
+    servers = [{"id": f"s{k}", "pool": "p", "gpus": 4} for k in range(3)]
+    jobs = [{"id": f"j{k}", "status": "running", "remaining_seconds": 60.0,
+             "placement": [{"server": f"s{k}", "gpus": 2}]} for k in range(3)]
+    state = {"now": 1.0, "servers": servers, "jobs": jobs}
+    first = parse_snapshot(state)
+    known = {job.spec.job_id: (raw, job) for raw, job in zip(jobs, first.jobs, strict=True)}
+    equal_copy = {**jobs[1]}
+    again = parse_snapshot({**state, "jobs": [jobs[0], equal_copy, jobs[2]]}, known=known)
+    assert again == first
+    assert again.jobs[0] is first.jobs[0] and again.jobs[2] is first.jobs[2]
+    assert again.jobs[1] is not first.jobs[1]  # an equal entry is parsed anew
+    moved = parse_snapshot({**state, "jobs": [jobs[1], jobs[2]]}, known=known)
+    assert moved.jobs[0] is not first.jobs[1] and moved.jobs[0].path == "state.jobs[0]"
+    with pytest.raises(InputError) as refused:
+        parse_snapshot({**state, "servers": servers[1:]}, known=known)
+    assert refused.value.field == "state.jobs[0].placement[0].server"
+    corrupt = {**jobs[0], "placement": [{"server": "s0", "gpus": True}]}
+    with pytest.raises(InputError):
+        parse_snapshot({**state, "jobs": [corrupt]}, known=known)

@@ -13,7 +13,7 @@ import pytest
 from planner.clusters.models import Server, ServerStatus
 from planner.live import services
 from planner.live.models import Decision, Job, LiveStateVersion
-from planner.live.selectors import cluster_state
+from planner.live.selectors import cluster_state, cluster_state_and_ids
 from planner.live.state_cache import LIVE_STATES
 from simulation.errors import InputError
 
@@ -47,6 +47,7 @@ def test_decisions_in_a_row_decide_on_a_copy_equal_to_the_database(
     decide(cluster, "loan", capture, count=4)
     copy = cached(cluster)
     assert copy is not None and copy.state == cluster_state(cluster=cluster)
+    assert (copy.server_ids, copy.job_ids) == cluster_state_and_ids(cluster=cluster)[1:]
     for i, gpus in enumerate([8, 8, 4, 2, 2]):
         submit(cluster, f"rigid-{i}", gpus)
     submit(cluster, "elastic-a", 4, min_workers=2, max_workers=16)
@@ -61,7 +62,8 @@ def test_decisions_in_a_row_decide_on_a_copy_equal_to_the_database(
         decision = decide(cluster, kind, capture, **body)
         copy = cached(cluster)
         assert copy is not None, kind
-        assert copy.state == cluster_state(cluster=cluster), (kind, decision.response)
+        assert (copy.state, copy.server_ids, copy.job_ids) == \
+            cluster_state_and_ids(cluster=cluster), (kind, decision.response)
         assert services.decision_replay(decision=decision).same
         kinds.update(key for key, value in decision.response.items()
                      if isinstance(value, list) and value)
