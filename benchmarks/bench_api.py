@@ -4,6 +4,9 @@ client over loopback (`http.client`, bounded loops).
 1. Reclaim over 500 on-loan servers hosting 2,000 running jobs: p50/p95 end to end, both
    stateless (the 500/2,000 snapshot in the body) and stateful (the cluster's live state,
    row-locked, applied; each reclaim returns one server, so the state shrinks by one).
+   Stateful twice: reclaims in a row on one connection (the web process decides on its
+   copy of the state, `planner.live.state_cache`), and each after a job's progress report
+   (untimed), which moves the state version on so the process reads the database again.
 2. Schedule with 500 queued jobs (aryl and fifo): stateless p50/p95, and the first stateful
    schedule of those 500 jobs.
 3. Sustained load: `--rate` requests/s (default 200) for `--seconds` (default 60) of reads
@@ -114,7 +117,9 @@ def setup(database_url: str) -> dict:
             duration_seconds=300 + 7 * i, remaining_seconds=300 + 7 * i)
         for i in range(500)
     ])
+    reporter = Job.objects.filter(cluster=loaned).order_by("id").first()
     return {"token": token, "reclaim_cluster": loaned.pk, "schedule_cluster": queued.pk,
+            "reporting_job": reporter.pk,
             "reclaim_state": cluster_snapshot(cluster=loaned),
             "schedule_state": cluster_snapshot(cluster=queued)}
 
@@ -239,9 +244,16 @@ def main() -> int:
         timed(client, 3, "POST", "/api/v1/decisions/reclaim", body)  # warm every worker
         report("reclaim 1 of 500 on loan / 2,000 jobs, stateless (aryl)",
                timed(client, args.samples, "POST", "/api/v1/decisions/reclaim", body))
-        report("reclaim 1 of 500 on loan / 2,000 jobs, stateful (aryl)",
+        report("reclaim 1 of 500 on loan / 2,000 jobs, stateful in a row (aryl)",
                timed(client, args.samples, "POST", f"/api/v1/clusters/{rc}/decisions/reclaim",
                      {"count": 1}))
+        cold = []
+        progress = f"/api/v1/jobs/{ids['reporting_job']}/progress"
+        for i in range(args.samples):
+            timed(client, 1, "POST", progress, {"remaining_seconds": 500 - i})
+            cold += timed(client, 1, "POST", f"/api/v1/clusters/{rc}/decisions/reclaim",
+                          {"count": 1})
+        report("reclaim 1 of 500 ..., stateful after a job's report (aryl)", cold)
         for policy in ("aryl", "fifo"):
             body = {"policy": policy, "state": ids["schedule_state"]}
             report(f"schedule 500 queued jobs, stateless ({policy})",
