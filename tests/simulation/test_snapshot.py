@@ -273,14 +273,8 @@ def test_jobs_placing_the_same_gpus_on_a_server_share_one_slot() -> None:
     assert isinstance(first, SnapshotJob) and first.placement == (Slot("s", 2),)
 
 
-def _sequential_occupy(self: ClusterState, pairs: list[tuple[JobState, Placement]]) -> None:
-    """What `occupy_many` stands for: check then occupy, job by job."""
-    for index, (job, placement) in enumerate(pairs):
-        try:
-            self.check_placement(job, placement)
-        except InvalidDecision as exc:
-            raise PlacementRefused(str(exc), index) from None
-        self.occupy(job, placement)
+# What `occupy_many` stands for: check then occupy, job by job (its own fallback).
+_sequential_occupy = ClusterState._occupy_one_by_one
 
 
 def _state_of(state: ClusterState) -> dict[str, Any]:

@@ -30,9 +30,14 @@ def cached(cluster):
     return LIVE_STATES.get((cluster.pk, cluster.created_at), version)
 
 
-def decide(cluster, kind: str, capture, **body) -> Decision:
-    with capture(execute=True):
-        return services.decision_stateful(cluster=cluster, kind=kind, body=body, actor=None)
+@pytest.fixture
+def decide(django_capture_on_commit_callbacks):
+    """A stateful decision whose transaction commits, so its copy is cached."""
+    def run(cluster, kind: str, **body) -> Decision:
+        with django_capture_on_commit_callbacks(execute=True):
+            return services.decision_stateful(cluster=cluster, kind=kind, body=body,
+                                              actor=None)
+    return run
 
 
 def submit(cluster, name: str, gpus: int, **extra) -> Job:
@@ -42,9 +47,8 @@ def submit(cluster, name: str, gpus: int, **extra) -> Job:
 
 @pytest.mark.django_db
 def test_decisions_in_a_row_decide_on_a_copy_equal_to_the_database(
-        cluster, django_capture_on_commit_callbacks) -> None:
-    capture = django_capture_on_commit_callbacks
-    decide(cluster, "loan", capture, count=4)
+        cluster, decide) -> None:
+    decide(cluster, "loan", count=4)
     copy = cached(cluster)
     assert copy is not None and copy.state == cluster_state(cluster=cluster)
     assert (copy.server_ids, copy.job_ids) == cluster_state_and_ids(cluster=cluster)[1:]
@@ -59,7 +63,7 @@ def test_decisions_in_a_row_decide_on_a_copy_equal_to_the_database(
              ("loan", {"count": 1}), ("schedule", {"policy": "srtf"}),
              ("schedule", {"policy": "aryl"}), ("reclaim", {"count": 1})]
     for kind, body in steps:
-        decision = decide(cluster, kind, capture, **body)
+        decision = decide(cluster, kind, **body)
         copy = cached(cluster)
         assert copy is not None, kind
         assert (copy.state, copy.server_ids, copy.job_ids) == \
@@ -73,34 +77,32 @@ def test_decisions_in_a_row_decide_on_a_copy_equal_to_the_database(
 
 @pytest.mark.django_db
 def test_writes_outside_decisions_make_the_next_decision_read_the_database(
-        cluster, django_capture_on_commit_callbacks) -> None:
-    capture = django_capture_on_commit_callbacks
-    decide(cluster, "loan", capture, count=2)
+        cluster, decide) -> None:
+    decide(cluster, "loan", count=2)
     assert cached(cluster) is not None
     server = Server.objects.get(pool__cluster=cluster, name="training-1")
     server.status = ServerStatus.OFFLINE
     server.save()  # as the admin does
     assert cached(cluster) is None
-    decision = decide(cluster, "schedule", capture, policy="fifo")
+    decision = decide(cluster, "schedule", policy="fifo")
     assert "training-1" not in {s["id"] for s in decision.request["state"]["servers"]}
     job = submit(cluster, "late", 2)
-    decision = decide(cluster, "schedule", capture, policy="fifo")
+    decision = decide(cluster, "schedule", policy="fifo")
     assert [entry["job"] for entry in decision.response["launch"]] == ["late"]
     services.job_report(job=job, remaining_seconds=100.0)
     assert cached(cluster) is None
-    decision = decide(cluster, "reclaim", capture, count=1)
+    decision = decide(cluster, "reclaim", count=1)
     late = next(j for j in decision.request["state"]["jobs"] if j["id"] == "late")
     assert late["remaining_seconds"] == 100.0
 
 
 @pytest.mark.django_db
 def test_a_failed_decision_leaves_the_copy_and_the_version_alone(
-        cluster, django_capture_on_commit_callbacks) -> None:
-    capture = django_capture_on_commit_callbacks
-    decide(cluster, "loan", capture, count=2)
+        cluster, decide) -> None:
+    decide(cluster, "loan", count=2)
     before = cached(cluster)
     with pytest.raises(InputError) as failure:
-        decide(cluster, "reclaim", capture, count=5)
+        decide(cluster, "reclaim", count=5)
     assert failure.value.field == "count"
     assert cached(cluster) is before
 
