@@ -87,7 +87,9 @@ class Placement(models.Model):
     """GPUs a running job holds on one server (base or flexible workers)."""
 
     job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="placements")
-    server = models.ForeignKey(Server, on_delete=models.PROTECT, related_name="placements")
+    # RESTRICT: a server holding GPUs of a job cannot be deleted, but its cluster can (the
+    # jobs and their placements go with it); PROTECT refused that too.
+    server = models.ForeignKey(Server, on_delete=models.RESTRICT, related_name="placements")
     gpus = models.PositiveIntegerField()
     flexible = models.BooleanField(default=False)
 

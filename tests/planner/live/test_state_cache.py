@@ -9,13 +9,15 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from django.db.models import RestrictedError
 
-from planner.clusters.models import Server, ServerStatus
+from planner.clusters.models import GpuType, Server, ServerStatus
 from planner.live import services
-from planner.live.models import Decision, Job, LiveStateVersion
+from planner.live.models import Decision, Job, LiveStateVersion, Placement
 from planner.live.selectors import cluster_state, cluster_state_and_ids
 from planner.live.state_cache import LIVE_STATES
 from simulation.errors import InputError
+from tests.planner.live.conftest import live_cluster_make
 
 
 @pytest.fixture(autouse=True)
@@ -117,3 +119,30 @@ def test_snapshot_submit_times_are_seconds_since_the_cluster_was_created(cluster
     times = {job["id"]: job["submit_time"] for job in cluster_state(cluster=cluster)["jobs"]}
     assert times == pytest.approx({name: round(offset.total_seconds(), 3)
                                    for name, offset in offsets.items()}, abs=1e-6)
+
+
+@pytest.mark.django_db
+def test_placement_and_gpu_type_edits_invalidate_the_copy_and_a_cluster_deletes_cleanly(
+        cluster, decide) -> None:
+    other = live_cluster_make(name="other")
+    for live in (cluster, other):
+        decide(live, "loan", count=2)
+        submit(live, "small", 2)
+        decide(live, "schedule", policy="fifo")
+    assert cached(cluster) is not None
+    Placement.objects.get(job__cluster=cluster).save()  # as the admin's job inline does
+    assert cached(cluster) is None
+    decide(cluster, "schedule", policy="fifo")
+    assert cached(cluster) is not None
+    gpu_type = GpuType.objects.get(name="V100")
+    gpu_type.speed = 2.0
+    gpu_type.save()
+    assert cached(cluster) is None and cached(other) is None
+    # A server still holding a job's GPUs is not deleted on its own; its cluster is, whole.
+    with pytest.raises(RestrictedError):
+        Placement.objects.get(job__cluster=other).server.delete()
+    pk = cluster.pk
+    cluster.delete()
+    assert not LiveStateVersion.objects.filter(cluster_id=pk).exists()
+    assert not Job.objects.filter(cluster_id=pk).exists()
+    assert Job.objects.filter(cluster=other).exists()
