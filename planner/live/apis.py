@@ -15,7 +15,7 @@ from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import generics, status
-from rest_framework.authentication import SessionAuthentication, TokenAuthentication
+from rest_framework.authentication import SessionAuthentication
 from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.request import Request
@@ -29,7 +29,7 @@ from planner.live import serializers as s
 from planner.live.filters import DecisionFilter, JobFilter, PoolFilter, ServerFilter
 from planner.live.models import Decision, DecisionKind, Job
 from planner.live.parsers import FastJSONParser
-from planner.live.permissions import CanDecide, CanRead, LiveThrottle
+from planner.live.permissions import CanDecide, CanRead, LiveThrottle, RoleTokenAuthentication
 from simulation.errors import InputError
 
 IDEMPOTENCY_HEADER = OpenApiParameter(
@@ -63,7 +63,7 @@ def _idempotent(request: Request, action: Callable[[], tuple[int, Any]]) -> Resp
 
 
 # Token first, so an anonymous client is told 401 with `WWW-Authenticate: Token`.
-AUTHENTICATION = [TokenAuthentication, SessionAuthentication]
+AUTHENTICATION = [RoleTokenAuthentication, SessionAuthentication]
 
 
 class ReadApi(APIView):

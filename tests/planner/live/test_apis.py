@@ -50,6 +50,15 @@ def test_auth_matrix(cluster, role, read, decide) -> None:
 
 
 @pytest.mark.django_db
+def test_a_token_and_its_role_are_read_in_one_query(cluster, viewer,
+                                                      django_assert_num_queries) -> None:
+    with django_assert_num_queries(2):  # the token with its user and role, then the cluster
+        assert viewer.get(f"/api/v1/clusters/{cluster.pk}/").status_code == 200
+    assert APIClient().get("/api/v1/jobs/", HTTP_AUTHORIZATION="Token nope").json() == {
+        "detail": "Invalid token."}
+
+
+@pytest.mark.django_db
 def test_browser_session_reads_and_staff_admin_decides(cluster) -> None:
     client = APIClient()
     client.force_login(user_make(name="browser", role="viewer"))
