@@ -233,16 +233,17 @@ def _stateful_api(kind: str) -> type[WriteApi]:
                        description=f"A {kind} decision on the cluster's live state, applied "
                                    "atomically; the answer's decision id is in X-Decision-Id.")
         def post(self, request: Request, cluster_id: int) -> Response:
-            cluster = _get(Cluster, cluster_id)
-
             def action() -> tuple[int, Any]:
                 if not isinstance(request.data, dict):
                     raise ValidationError({"request": ["expected a JSON object"]})
                 try:
                     decision = services.decision_stateful(
-                        cluster=cluster, kind=kind, body=dict(request.data), actor=request.user)
+                        cluster_id=cluster_id, kind=kind, body=dict(request.data),
+                        actor=request.user)
                 except InputError as exc:
                     raise _bad_input(exc) from None
+                except Cluster.DoesNotExist:
+                    raise NotFound(f"cluster {cluster_id} does not exist") from None
                 return status.HTTP_200_OK, {"decision": decision.pk, "answer": decision.response}
             return _idempotent(request, action)
 

@@ -142,16 +142,17 @@ def decision_stateless(*, kind: str, request: Any, actor: AbstractBaseUser | Non
 
 
 @transaction.atomic
-def decision_stateful(*, cluster: Cluster, kind: str, body: dict[str, Any],
+def decision_stateful(*, cluster_id: int, kind: str, body: dict[str, Any],
                       actor: AbstractBaseUser | None) -> Decision:
-    """Decide on the cluster's live state and apply the answer, all under the cluster lock.
+    """Decide on the cluster's live state and apply the answer, all under the cluster lock
+    (`Cluster.DoesNotExist` if there is no such cluster).
 
     `body` is the request without `state`; the snapshot read under the lock is added, and
     the full request is what the decision log keeps for replay. The snapshot comes from this
     process's cached copy when the cluster's state version still matches it (`state_cache`),
     else from the database.
     """
-    cluster = _cluster_lock(cluster_id=cluster.pk)
+    cluster = _cluster_lock(cluster_id=cluster_id)
     for field, why in (("state", "send the snapshot to the stateless endpoint instead"),
                        ("queue", "submit the jobs first, then schedule")):
         if field in body:

@@ -154,6 +154,9 @@ def test_errors_are_json_naming_the_field(cluster, operator) -> None:
                                             "duration_seconds": 1}).json().keys() \
         == {"min_workers"}
     assert operator.get("/api/v1/jobs/999999/").status_code == 404
+    missing = post(operator, "/api/v1/clusters/999999/decisions/reclaim", {"count": 1})
+    assert missing.status_code == 404
+    assert missing.json() == {"detail": "cluster 999999 does not exist"}
     assert not Decision.objects.exists() and not Job.objects.exists()
 
 

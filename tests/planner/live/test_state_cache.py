@@ -37,7 +37,7 @@ def decide(django_capture_on_commit_callbacks):
     """A stateful decision whose transaction commits, so its copy is cached."""
     def run(cluster, kind: str, **body) -> Decision:
         with django_capture_on_commit_callbacks(execute=True):
-            return services.decision_stateful(cluster=cluster, kind=kind, body=body,
+            return services.decision_stateful(cluster_id=cluster.pk, kind=kind, body=body,
                                               actor=None)
     return run
 
