@@ -14,9 +14,22 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 
 from simulation.errors import InputError
 from simulation.model import JobSpec, Workload
+
+
+def read_text_file(path: Path) -> str:
+    """A trace, spec or load file as text (a BOM dropped), or `InputError` naming the file."""
+    try:
+        return path.read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        raise InputError("file not found", source=str(path)) from None
+    except UnicodeDecodeError as exc:
+        raise InputError(f"not UTF-8 text ({exc.reason} at byte {exc.start})",
+                         source=str(path)) from None
+
 
 _TRUE = frozenset({"true", "1", "yes"})
 _FALSE = frozenset({"false", "0", "no"})

@@ -21,7 +21,7 @@ import yaml
 
 from simulation.errors import InputError
 from simulation.model import ClusterSpec, GpuType, PoolKind, PoolSpec
-from simulation.workloads._rows import Table, parse_int, positive
+from simulation.workloads._rows import Table, parse_int, positive, read_text_file
 
 DEFAULT_GPU_TYPES: dict[str, GpuType] = {
     g.name: g for g in (
@@ -44,12 +44,7 @@ _SPEC_CSV_COLUMNS = ("num_switch", "num_node_p_switch", "num_gpu_p_node")
 def load_cluster_spec(path: str | Path) -> ClusterSpec:
     """Read a cluster spec file: ``.yaml``/``.yml``/``.json``, or the Tiresias/Muri CSV."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise InputError("file not found", source=str(path)) from None
-    except UnicodeDecodeError as exc:
-        raise InputError(f"not UTF-8 text ({exc.reason})", source=str(path)) from None
+    text = read_text_file(path)
     return parse_cluster_spec_text(text, str(path), name=path.stem)
 
 

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from simulation.errors import InputError
-from simulation.workloads._rows import LoadedWorkload, Table
+from simulation.workloads._rows import LoadedWorkload, Table, read_text_file
 from simulation.workloads.canonical import parse_canonical
 from simulation.workloads.importers import PAI_COLUMNS, TABLE_IMPORTERS, import_philly_json
 
@@ -82,13 +82,7 @@ def parse_trace_text(text: str, source: str = "upload", format: str | None = Non
 def load_trace(path: str | Path, format: str | None = None) -> LoadedWorkload:
     """Read a trace file in any supported format (``.json`` means a Philly job log)."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise InputError("file not found", source=str(path)) from None
-    except UnicodeDecodeError as exc:
-        raise InputError(f"not UTF-8 text ({exc.reason} at byte {exc.start})",
-                         source=str(path)) from None
+    text = read_text_file(path)
     if format is None and path.suffix.lower() == ".json":
         format = "philly_json"
     return parse_trace_text(text, str(path), format)

@@ -23,7 +23,13 @@ import numpy as np
 
 from simulation.errors import InputError
 from simulation.model import InferenceLoad
-from simulation.workloads._rows import Table, non_negative, parse_float, parse_int
+from simulation.workloads._rows import (
+    Table,
+    non_negative,
+    parse_float,
+    parse_int,
+    read_text_file,
+)
 
 _SOURCE = "inference load generator"
 
@@ -31,10 +37,7 @@ _SOURCE = "inference load generator"
 def load_inference_load(path: str | Path, total_servers: int | None = None) -> InferenceLoad:
     """Read an inference load CSV; `total_servers` converts a utilization column."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise InputError("file not found", source=str(path)) from None
+    text = read_text_file(path)
     return parse_inference_load_text(text, str(path), total_servers)
 
 

@@ -526,3 +526,14 @@ def test_generated_workload_round_trips(seed: int, num_jobs: int, arrivals: str,
 def test_any_jobs_round_trip(jobs: list[JobSpec]) -> None:
     ordered = tuple(sorted(jobs, key=lambda j: j.submit_time))
     assert parse_trace_text(canonical_csv_text(ordered)).jobs == ordered
+
+
+@pytest.mark.parametrize("load", [load_trace, load_cluster_spec, load_inference_load])
+def test_missing_and_non_utf8_files_are_refused_naming_the_file(load, tmp_path) -> None:
+    latin1 = tmp_path / "latin1.csv"
+    latin1.write_bytes("job_id,gpus\ncafé,1\n".encode("latin-1"))
+    with pytest.raises(InputError, match=r"not UTF-8 text \(.* at byte 15\)") as refused:
+        load(latin1)
+    assert refused.value.source == str(latin1)
+    with pytest.raises(InputError, match="file not found"):
+        load(tmp_path / "missing.csv")
