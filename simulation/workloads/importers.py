@@ -145,10 +145,7 @@ def import_philly_summary(table: Table) -> LoadedWorkload:
         else:
             user = cells[i_cluster].strip() if i_cluster is not None else ""
             rows.append((f"philly-{index}", submitted, gpus, duration, user))
-    start = min((row[1] for row in rows), default=None)
-    jobs = [JobSpec(job_id, (submitted - start).total_seconds(), gpus, duration, user=user)
-            for job_id, submitted, gpus, duration, user in rows]
-    return finish(jobs, src, "philly_summary", skipped)
+    return finish(_jobs_from_dated_rows(rows), src, "philly_summary", skipped)
 
 
 def import_pollux_workload(table: Table) -> LoadedWorkload:
@@ -204,10 +201,7 @@ def import_helios(table: Table) -> LoadedWorkload:
         else:
             user = cells[i_user].strip() if i_user is not None else ""
             rows.append((job_id, submitted, gpus, duration, user))
-    start = min((row[1] for row in rows), default=None)
-    jobs = [JobSpec(job_id, (submitted - start).total_seconds(), gpus, duration, user=user)
-            for job_id, submitted, gpus, duration, user in rows]
-    return finish(jobs, src, "helios", skipped)
+    return finish(_jobs_from_dated_rows(rows), src, "helios", skipped)
 
 
 def import_pai(table: Table) -> LoadedWorkload:
@@ -287,10 +281,14 @@ def import_philly_json(text: str, source: str) -> LoadedWorkload:
                              source=source, field=f"{where}.jobid")
         user = record.get("user")
         rows.append((job_id, submitted, gpus, duration, user if isinstance(user, str) else ""))
+    return finish(_jobs_from_dated_rows(rows), source, "philly_json", skipped)
+
+
+def _jobs_from_dated_rows(rows: list[tuple[str, datetime, int, float, str]]) -> list[JobSpec]:
+    """Jobs from (id, submit datetime, GPUs, duration, user) rows, timed from the first."""
     start = min((row[1] for row in rows), default=None)
-    jobs = [JobSpec(job_id, (submitted - start).total_seconds(), gpus, duration, user=user)
+    return [JobSpec(job_id, (submitted - start).total_seconds(), gpus, duration, user=user)
             for job_id, submitted, gpus, duration, user in rows]
-    return finish(jobs, source, "philly_json", skipped)
 
 
 def _philly_attempts(attempts: list[Any], source: str, where: str) -> tuple[int, float, str]:
