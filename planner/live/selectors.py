@@ -1,8 +1,9 @@
 """Reads of live jobs and decisions, and the snapshot a stateful decision starts from.
 
-The dashboard uses `job_list` and `decision_list`; the decision services use
-`cluster_snapshot`, which writes the database's live state in DESIGN.md's snapshot JSON so
-the stateful and stateless forms run the very same `simulation.decide` code.
+The dashboard uses `job_list` and `decision_list`. `cluster_snapshot` writes the database's
+live state in DESIGN.md's snapshot JSON; the decision services read it (without `now`, with
+the rows' ids) through `cluster_state_and_ids`, so the stateful and stateless forms run the
+very same `simulation.decide` code.
 """
 
 from __future__ import annotations
