@@ -181,6 +181,29 @@ class LiveStateVersion(models.Model):
         return f"{self.cluster_id} v{self.version}"
 
 
+class LiveStateChange(models.Model):
+    """What one version of a cluster's live state changed: a job (its row or placements) or
+    a server's loan. A process that cached an older version re-reads just these rows
+    (`state_cache.CachedState.refreshed`); a version with no entry here (a server, pool or
+    GPU type edit) means anything may have changed, and it reads the whole state again.
+
+    Plain ids, not foreign keys: the entry must outlive a deleted job. Entries older than
+    `versions.CHANGES_KEPT` versions are pruned.
+    """
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="+")
+    version = models.BigIntegerField()
+    job_id = models.BigIntegerField(null=True, blank=True)
+    server_id = models.BigIntegerField(null=True, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["cluster", "version"])]
+
+    def __str__(self) -> str:
+        what = f"job {self.job_id}" if self.job_id is not None else f"server {self.server_id}"
+        return f"{self.cluster_id} v{self.version}: {what}"
+
+
 class IdempotencyRecord(models.Model):
     """The first answer to a state-changing POST sent with `Idempotency-Key: key`."""
 

@@ -2,14 +2,16 @@
 
 The dashboard uses `job_list` and `decision_list`. `cluster_snapshot` writes the database's
 live state in DESIGN.md's snapshot JSON; the decision services read it (without `now`, with
-the rows' ids) through `cluster_state_and_ids`, so the stateful and stateless forms run the
+the rows' ids) through `cluster_state_read`, or only the changed jobs and servers through
+`cluster_jobs_read` and `servers_on_loan_read`, so the stateful and stateless forms run the
 very same `simulation.decide` code.
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.db.models import F, FloatField, Func, Prefetch, QuerySet, Value
 from django.utils import timezone
@@ -101,14 +103,20 @@ def cluster_now(*, cluster: Cluster, latest_submit: float) -> float:
 
 def cluster_state(*, cluster: Cluster) -> dict[str, Any]:
     """`cluster_snapshot` without `now`: what a write to the live state changes."""
-    return cluster_state_and_ids(cluster=cluster)[0]
+    return cluster_state_read(cluster=cluster).state
 
 
-def cluster_state_and_ids(*, cluster: Cluster) -> tuple[dict[str, Any], dict[str, int],
-                                                         dict[str, int]]:
-    """`cluster_state`, and the database ids of its servers and jobs by name (what applying
-    an answer, which names them, needs)."""
-    origin = cluster.created_at
+class StateRead(NamedTuple):
+    """`cluster_state` and what a process's copy of it needs besides (`state_cache`)."""
+
+    state: dict[str, Any]
+    server_ids: dict[str, int]  # database ids by name: applying an answer, which names them
+    job_ids: dict[str, int]
+    submitted: dict[str, Any]  # exact seconds from the cluster's creation to each job's submit
+
+
+def cluster_state_read(*, cluster: Cluster) -> StateRead:
+    """The cluster's live state, with its servers' and jobs' ids and exact submit times."""
     pools = list(Pool.objects.filter(cluster=cluster).select_related("gpu_type").order_by("id"))
     servers = []
     server_ids: dict[str, int] = {}
@@ -122,22 +130,44 @@ def cluster_state_and_ids(*, cluster: Cluster) -> tuple[dict[str, Any], dict[str
         servers.append({"id": name, "pool": pool.name, "kind": pool.kind,
                         "gpus": pool.gpus_per_server, "gpu_type": pool.gpu_type.name,
                         "on_loan": status in ON_LOAN_STATUSES})
+    jobs, job_ids, submitted = [], {}, {}
+    for pk, exact, entry in cluster_jobs_read(cluster=cluster):
+        jobs.append(entry)
+        job_ids[entry["id"]] = pk
+        submitted[entry["id"]] = exact
+    state = {
+        "gpu_types": {pool.gpu_type.name: {"speed": pool.gpu_type.speed,
+                                           "memory_gb": pool.gpu_type.memory_gb}
+                      for pool in pools},
+        "pools": [{"name": pool.name, "kind": pool.kind, "lending_limit": pool.lending_limit}
+                  for pool in pools],
+        "servers": servers,
+        "jobs": jobs,
+    }
+    return StateRead(state, server_ids, job_ids, submitted)
+
+
+def cluster_jobs_read(*, cluster: Cluster, job_ids: Collection[int] | None = None,
+                      ) -> list[tuple[int, Any, dict[str, Any]]]:
+    """(id, exact seconds from the cluster's creation to its submit, snapshot entry) of the
+    cluster's queued and running jobs (of `job_ids` only, if given), in submit order."""
+    jobs = Job.objects.filter(cluster=cluster, status__in=ACTIVE_STATUSES)
+    placements = Placement.objects.filter(job__cluster=cluster, job__status=JobStatus.RUNNING)
+    if job_ids is not None:
+        jobs, placements = jobs.filter(id__in=job_ids), placements.filter(job_id__in=job_ids)
     slots: dict[int, list[dict[str, Any]]] = {}
-    for job_id, server, gpus, flexible in Placement.objects.filter(
-            job__cluster=cluster, job__status=JobStatus.RUNNING).order_by(
-            "job_id", "id").values_list("job_id", "server__name", "gpus", "flexible"):
+    for job_id, server, gpus, flexible in placements.order_by("job_id", "id").values_list(
+            "job_id", "server__name", "gpus", "flexible"):
         slots.setdefault(job_id, []).append({"server": server, "gpus": gpus,
                                              "flexible": flexible})
-    jobs = []
-    job_ids: dict[str, int] = {}
+    rows = []
     running = JobStatus.RUNNING
     for (pk, name, status, per_worker, min_workers, max_workers, num_gpus, duration,
-         remaining, model, preemptible, priority, submitted, gpu_type) in Job.objects.filter(
-            cluster=cluster, status__in=ACTIVE_STATUSES).order_by("submitted_at", "id") \
-            .values_list("id", "name", "status", "gpus_per_worker", "min_workers",
-                         "max_workers", "num_gpus", "duration_seconds", "remaining_seconds",
-                         "model", "preemptible", "priority",
-                         _SecondsSince("submitted_at", origin), "gpu_type"):
+         remaining, model, preemptible, priority, submitted, gpu_type) in jobs.order_by(
+            "submitted_at", "id").values_list(
+            "id", "name", "status", "gpus_per_worker", "min_workers", "max_workers",
+            "num_gpus", "duration_seconds", "remaining_seconds", "model", "preemptible",
+            "priority", _SecondsSince("submitted_at", cluster.created_at), "gpu_type"):
         entry: dict[str, Any] = {
             "id": name, "status": status, "gpus_per_worker": per_worker,
             "min_workers": min_workers, "max_workers": max_workers,
@@ -149,15 +179,13 @@ def cluster_state_and_ids(*, cluster: Cluster) -> tuple[dict[str, Any], dict[str
         }
         if gpu_type:
             entry["gpu_type"] = gpu_type
-        jobs.append(entry)
-        job_ids[name] = pk
-    state = {
-        "gpu_types": {pool.gpu_type.name: {"speed": pool.gpu_type.speed,
-                                           "memory_gb": pool.gpu_type.memory_gb}
-                      for pool in pools},
-        "pools": [{"name": pool.name, "kind": pool.kind, "lending_limit": pool.lending_limit}
-                  for pool in pools],
-        "servers": servers,
-        "jobs": jobs,
-    }
-    return state, server_ids, job_ids
+        rows.append((pk, submitted, entry))
+    return rows
+
+
+def servers_on_loan_read(*, cluster: Cluster, server_ids: Collection[int],
+                         ) -> dict[int, tuple[str, bool]]:
+    """Id -> (name, whether on loan) of those of `server_ids` that are online in the cluster."""
+    return {pk: (name, status in ON_LOAN_STATUSES) for pk, name, status in
+            Server.objects.filter(pool__cluster=cluster, id__in=server_ids).exclude(
+                status=ServerStatus.OFFLINE).values_list("id", "name", "status")}

@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, transaction
 from django.db.models import Count, Exists, F, OuterRef, Q, Sum
 from django.utils import timezone
 
@@ -34,12 +34,22 @@ from planner.live.models import (
     IdempotencyRecord,
     Job,
     JobStatus,
-    LiveStateVersion,
     Placement,
 )
-from planner.live.selectors import cluster_now, cluster_state_and_ids
+from planner.live.selectors import (
+    cluster_jobs_read,
+    cluster_now,
+    cluster_state_read,
+    servers_on_loan_read,
+)
 from planner.live.signals import version_bumped_by_caller
 from planner.live.state_cache import LIVE_STATES, CachedState
+from planner.live.versions import (
+    jobs_changed,
+    state_changes_log,
+    state_changes_since,
+    state_version_bump,
+)
 from simulation.decide import DECIDERS
 from simulation.errors import InputError
 
@@ -124,9 +134,11 @@ def job_report(*, job: Job, remaining_seconds: float | None = None,
 def _job_end(*, job: Job, status: str) -> Job:
     job.status = status
     job.finished_at = timezone.now()
-    job.save()
-    held = list(job.placements.values_list("server_id", flat=True))
-    job.placements.all().delete()
+    with version_bumped_by_caller():  # one version for the job and all its placements
+        job.save()
+        held = list(job.placements.values_list("server_id", flat=True))
+        job.placements.all().delete()
+    jobs_changed(cluster_id=job.cluster_id, job_ids=[job.pk])
     _server_statuses_refresh(server_ids=held)
     return job
 
@@ -158,33 +170,42 @@ def decision_stateful(*, cluster_id: int, kind: str, body: dict[str, Any],
         if field in body:
             raise InputError(f"a stateful decision uses the cluster's own state; {why}",
                              field=field)
-    version = _state_version_bump(cluster=cluster)  # undone with the rest if this fails
+    version = state_version_bump(cluster_id=cluster.pk, create=True)  # undone on failure
     key = (cluster.pk, cluster.created_at)
-    cached = LIVE_STATES.get(key, version - 1)
-    if cached is None:
-        cached = CachedState.from_state(version - 1, *cluster_state_and_ids(cluster=cluster))
+    cached = _live_state(cluster=cluster, key=key, version=version - 1)
     now = cluster_now(cluster=cluster, latest_submit=cached.latest_submit)
     request = {**body, "state": {"now": now, **cached.state}}
     response = DECIDERS[kind](request, snapshot=replace(cached.snapshot, now=now))
     with version_bumped_by_caller():
-        _apply(kind=kind, response=response, cached=cached)
+        _apply(cluster_id=cluster.pk, kind=kind, response=response, cached=cached,
+               version=version)
     following = cached.after(version, kind, response)
     transaction.on_commit(lambda: LIVE_STATES.put(key, following))
     return Decision.objects.create(cluster=cluster, kind=kind, stateful=True, actor=actor,
                                    request=request, response=response)
 
 
-def _state_version_bump(*, cluster: Cluster) -> int:
-    """Move the state version on and return it: one statement that also locks the row (the
-    ORM's `update()` cannot return the new value)."""
-    table = LiveStateVersion._meta.db_table
-    with connection.cursor() as cursor:
-        cursor.execute(f"UPDATE {table} SET version = version + 1 WHERE cluster_id = %s "
-                       "RETURNING version", [cluster.pk])
-        row = cursor.fetchone()
-    if row is None:  # the cluster's first decision: nothing can have cached it yet
-        return LiveStateVersion.objects.create(cluster=cluster, version=1).version
-    return row[0]
+def _live_state(*, cluster: Cluster, key: tuple[Any, ...], version: int) -> CachedState:
+    """The cluster's live state at `version`, read under its lock: this process's copy if it
+    is that version; else its older copy with just the rows changed since read again, if the
+    change log names them all; else the whole state from the database."""
+    cached = LIVE_STATES.get(key, version)
+    if cached is not None:
+        return cached
+    stale = LIVE_STATES.latest(key)
+    if stale is not None and stale.version < version:
+        changes = state_changes_since(cluster_id=cluster.pk, since=stale.version, upto=version)
+        if changes is not None:
+            refreshed = stale.refreshed(
+                version, changes.job_ids,
+                cluster_jobs_read(cluster=cluster, job_ids=changes.job_ids)
+                if changes.job_ids else (),
+                changes.server_ids,
+                servers_on_loan_read(cluster=cluster, server_ids=changes.server_ids)
+                if changes.server_ids else {})
+            if refreshed is not None:
+                return refreshed
+    return CachedState.from_state(version, *cluster_state_read(cluster=cluster))
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,14 +223,17 @@ def decision_replay(*, decision: Decision) -> Replay:
     return Replay(decision, DECIDERS[decision.kind](decision.request))
 
 
-def _apply(*, kind: str, response: dict[str, Any], cached: CachedState) -> None:
+def _apply(*, cluster_id: int, kind: str, response: dict[str, Any], cached: CachedState,
+           version: int) -> None:
     """Write an answer decided on `cached` (whose snapshot names where the moved jobs ran
-    before, and whose id maps save looking the named rows up) to the live state."""
+    before, and whose id maps save looking the named rows up) to the live state, and log the
+    jobs and servers it changed as `version`'s changes."""
     now = timezone.now()
     server_ids, job_ids = cached.server_ids, cached.job_ids
+    lent = [server_ids[name] for name in response.get("servers", ())]
     if kind == DecisionKind.LOAN:
-        Server.objects.filter(id__in=[server_ids[name] for name in response["servers"]]).update(
-            status=ServerStatus.ON_LOAN, updated_at=now)
+        Server.objects.filter(id__in=lent).update(status=ServerStatus.ON_LOAN, updated_at=now)
+        state_changes_log(cluster_id=cluster_id, version=version, server_ids=lent)
         return
     placements: dict[str, list[dict[str, Any]]] = {}
     stopped = response.get("preempted_jobs", []) + response.get("preempt", [])
@@ -237,8 +261,8 @@ def _apply(*, kind: str, response: dict[str, Any], cached: CachedState) -> None:
         for name, slots in placements.items() for slot in slots
     ])
     if kind == DecisionKind.RECLAIM:
-        Server.objects.filter(id__in=[server_ids[s] for s in response["servers"]]).update(
-            status=ServerStatus.IDLE, updated_at=now)
+        Server.objects.filter(id__in=lent).update(status=ServerStatus.IDLE, updated_at=now)
+    state_changes_log(cluster_id=cluster_id, version=version, job_ids=moved, server_ids=lent)
     own = {server["id"] for server in cached.state["servers"]
            if server["kind"] != PoolKind.INFERENCE}
     _server_statuses_refresh(server_ids=[server_ids[name] for name in touched & own])

@@ -1,9 +1,12 @@
 """Model saves and deletes that change a cluster's live state move its version on.
 
 These receivers cover everything that goes through `Model.save()` or `delete()`: the job
-services, the admin and the shell. A bulk write (`QuerySet.update`, `bulk_create`) sends no
-signal and must bump the version itself, as `services.decision_stateful` does; it runs its
-writes under `version_bumped_by_caller()` so deleting 300 placements costs one bump, not 300.
+services, the admin and the shell. A job's or placement's change is logged as that job's
+(`versions`), so a process holding an older copy of the state re-reads only that job; a
+server, pool or GPU type change is not logged, which makes the next decision read everything.
+A bulk write (`QuerySet.update`, `bulk_create`) sends no signal and must bump the version
+itself, as `services.decision_stateful` does; it runs its writes under
+`version_bumped_by_caller()` so deleting 300 placements costs one bump, not 300.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from django.db.models.signals import post_delete, post_save
 from django.dispatch import receiver
 
 from planner.clusters.models import Cluster, GpuType, Pool, Server
+from planner.live import versions
 from planner.live.models import Job, LiveStateVersion, Placement
 
 _caller = threading.local()
@@ -33,8 +37,12 @@ def version_bumped_by_caller() -> Iterator[None]:
         _caller.bumps = False
 
 
+def _caller_bumps() -> bool:
+    return getattr(_caller, "bumps", False)
+
+
 def _bump(**filters: Any) -> None:
-    if not getattr(_caller, "bumps", False):
+    if not _caller_bumps():
         LiveStateVersion.objects.filter(**filters).update(version=F("version") + 1)
 
 
@@ -46,16 +54,17 @@ def _cluster_deleted(origin: Any) -> bool:
 @receiver(post_save, sender=Job)
 @receiver(post_delete, sender=Job)
 def job_changed(sender: type, instance: Job, origin: Any = None, **kwargs: Any) -> None:
-    if not _cluster_deleted(origin):
-        _bump(cluster_id=instance.cluster_id)
+    if not _cluster_deleted(origin) and not _caller_bumps():
+        versions.jobs_changed(cluster_id=instance.cluster_id, job_ids=[instance.pk])
 
 
 @receiver(post_save, sender=Placement)
 @receiver(post_delete, sender=Placement)
 def placement_changed(sender: type, instance: Placement, origin: Any = None,
                       **kwargs: Any) -> None:
-    if not _cluster_deleted(origin):
-        _bump(cluster__live_jobs=instance.job_id)
+    # A job's own delete logs it; its placements go first, while the job row still exists.
+    if not _cluster_deleted(origin) and not _caller_bumps():
+        versions.job_changed(job_id=instance.job_id)
 
 
 @receiver(post_save, sender=Server)

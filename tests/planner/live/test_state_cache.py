@@ -14,7 +14,7 @@ from django.db.models import RestrictedError
 from planner.clusters.models import GpuType, Server, ServerStatus
 from planner.live import services
 from planner.live.models import Decision, Job, LiveStateVersion, Placement
-from planner.live.selectors import cluster_state, cluster_state_and_ids
+from planner.live.selectors import cluster_state, cluster_state_read
 from planner.live.state_cache import LIVE_STATES
 from simulation.errors import InputError
 from tests.planner.live.conftest import live_cluster_make
@@ -30,6 +30,11 @@ def _empty_cache():
 def cached(cluster):
     version = LiveStateVersion.objects.get(cluster=cluster).version
     return LIVE_STATES.get((cluster.pk, cluster.created_at), version)
+
+
+def copy_fields(copy) -> tuple:
+    """A cached copy's fields as `cluster_state_read` returns them."""
+    return copy.state, copy.server_ids, copy.job_ids, copy.submitted
 
 
 @pytest.fixture
@@ -53,7 +58,7 @@ def test_decisions_in_a_row_decide_on_a_copy_equal_to_the_database(
     decide(cluster, "loan", count=4)
     copy = cached(cluster)
     assert copy is not None and copy.state == cluster_state(cluster=cluster)
-    assert (copy.server_ids, copy.job_ids) == cluster_state_and_ids(cluster=cluster)[1:]
+    assert copy_fields(copy) == cluster_state_read(cluster=cluster)
     for i, gpus in enumerate([8, 8, 4, 2, 2]):
         submit(cluster, f"rigid-{i}", gpus)
     submit(cluster, "elastic-a", 4, min_workers=2, max_workers=16)
@@ -68,8 +73,8 @@ def test_decisions_in_a_row_decide_on_a_copy_equal_to_the_database(
         decision = decide(cluster, kind, **body)
         copy = cached(cluster)
         assert copy is not None, kind
-        assert (copy.state, copy.server_ids, copy.job_ids) == \
-            cluster_state_and_ids(cluster=cluster), (kind, decision.response)
+        assert copy_fields(copy) == cluster_state_read(cluster=cluster), \
+            (kind, decision.response)
         assert services.decision_replay(decision=decision).same
         kinds.update(key for key, value in decision.response.items()
                      if isinstance(value, list) and value)
@@ -146,3 +151,104 @@ def test_placement_and_gpu_type_edits_invalidate_the_copy_and_a_cluster_deletes_
     assert not LiveStateVersion.objects.filter(cluster_id=pk).exists()
     assert not Job.objects.filter(cluster_id=pk).exists()
     assert Job.objects.filter(cluster=other).exists()
+
+
+@pytest.fixture
+def whole_reads(monkeypatch):
+    """Counts the decisions that read the cluster's whole state from the database."""
+    reads = []
+    real = services.cluster_state_read
+
+    def counted(*, cluster):
+        reads.append(cluster.pk)
+        return real(cluster=cluster)
+
+    monkeypatch.setattr(services, "cluster_state_read", counted)
+    return reads
+
+
+@pytest.mark.django_db
+def test_an_older_copy_is_brought_up_to_date_from_the_rows_the_change_log_names(
+        cluster, decide, whole_reads) -> None:
+    decide(cluster, "loan", count=4)
+    for i, gpus in enumerate([8, 4, 2, 2]):
+        submit(cluster, f"rigid-{i}", gpus)
+    submit(cluster, "elastic", 4, min_workers=2, max_workers=16)
+    decide(cluster, "schedule", policy="aryl")
+    assert whole_reads == [cluster.pk]  # only the first decision read everything
+    running = list(Job.objects.filter(cluster=cluster, status="running").order_by("id"))
+    assert len(running) >= 3
+
+    other_process = cached(cluster)  # a copy another web process would still hold
+    decide(cluster, "reclaim", count=1)  # ...while this one decides
+    LIVE_STATES.clear()
+    LIVE_STATES.put((cluster.pk, cluster.created_at), other_process)
+    services.job_report(job=running[0], remaining_seconds=42.0)
+    services.job_report(job=running[1], finished=True)
+    services.job_cancel(job=running[2])
+    submit(cluster, "late", 2)
+    reports = list(Decision.objects.values_list("id", flat=True))
+    for kind, body in [("schedule", {"policy": "aryl"}), ("reclaim", {"count": 1}),
+                       ("loan", {"count": 1}), ("schedule", {"policy": "fifo"})]:
+        decision = decide(cluster, kind, **body)
+        assert copy_fields(cached(cluster)) == cluster_state_read(cluster=cluster), kind
+        assert services.decision_replay(decision=decision).same
+        services.job_report(job=Job.objects.get(cluster=cluster, name="elastic"),
+                            remaining_seconds=300.0)
+    assert whole_reads == [cluster.pk]
+    first = Decision.objects.exclude(id__in=reports).order_by("id").first()
+    names = {job["id"]: job for job in first.request["state"]["jobs"]}
+    assert names[running[0].name]["remaining_seconds"] == 42.0
+    assert running[1].name not in names and running[2].name not in names
+    assert "late" in names
+
+
+@pytest.mark.django_db
+def test_edits_the_change_log_cannot_patch_make_the_next_decision_read_everything(
+        cluster, decide, whole_reads) -> None:
+    decide(cluster, "loan", count=2)
+    early = submit(cluster, "early", 2)
+    decide(cluster, "schedule", policy="fifo")
+    assert len(whole_reads) == 1
+    # A server edit is not logged: anything about the servers may have changed.
+    server = Server.objects.get(pool__cluster=cluster, name="inference-6")
+    server.status = ServerStatus.OFFLINE
+    server.save()
+    decide(cluster, "schedule", policy="fifo")
+    assert len(whole_reads) == 2
+    # A job whose submit time moved may sort elsewhere: read again rather than re-sort.
+    early.refresh_from_db()
+    early.submitted_at += timedelta(seconds=5)
+    early.save()
+    decide(cluster, "schedule", policy="fifo")
+    assert len(whole_reads) == 3
+    # So does a new job that sorts before the others, as one the admin back-dates does.
+    late = submit(cluster, "back-dated", 2)
+    late.submitted_at = cluster.created_at
+    late.save()
+    decide(cluster, "schedule", policy="fifo")
+    assert len(whole_reads) == 4
+    assert copy_fields(cached(cluster)) == cluster_state_read(cluster=cluster)
+    assert [job["id"] for job in cached(cluster).state["jobs"]] == ["back-dated", "early"]
+
+
+@pytest.mark.django_db
+def test_the_change_log_keeps_the_last_versions_only(cluster, decide, whole_reads,
+                                                     monkeypatch) -> None:
+    from planner.live import versions
+    from planner.live.models import LiveStateChange
+
+    monkeypatch.setattr(versions, "CHANGES_KEPT", 4)
+    decide(cluster, "loan", count=2)
+    stale = cached(cluster)
+    job = submit(cluster, "reporter", 2)
+    for i in range(9):
+        services.job_report(job=job, remaining_seconds=100.0 - i)
+    version = LiveStateVersion.objects.get(cluster=cluster).version
+    assert version == 11
+    kept = set(LiveStateChange.objects.filter(cluster=cluster).values_list("version", flat=True))
+    assert min(kept) > version - 8 and max(kept) == version
+    assert LIVE_STATES.latest((cluster.pk, cluster.created_at)) is stale
+    decide(cluster, "reclaim", count=1)
+    assert len(whole_reads) == 2  # the copy was older than the log
+    assert copy_fields(cached(cluster)) == cluster_state_read(cluster=cluster)
