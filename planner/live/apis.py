@@ -26,6 +26,7 @@ from planner.clusters.models import Cluster, Pool, Server
 from planner.clusters.selectors import cluster_list
 from planner.live import selectors, services
 from planner.live import serializers as s
+from planner.live.collector import with_collector_paused
 from planner.live.filters import DecisionFilter, JobFilter, PoolFilter, ServerFilter
 from planner.live.models import Decision, DecisionKind, Job
 from planner.live.parsers import FastJSONParser
@@ -232,6 +233,7 @@ def _stateful_api(kind: str) -> type[WriteApi]:
                        parameters=[IDEMPOTENCY_HEADER], responses={200: answer, **ERRORS},
                        description=f"A {kind} decision on the cluster's live state, applied "
                                    "atomically; the answer's decision id is in X-Decision-Id.")
+        @with_collector_paused
         def post(self, request: Request, cluster_id: int) -> Response:
             def action() -> tuple[int, Any]:
                 if not isinstance(request.data, dict):
@@ -259,6 +261,7 @@ def _stateless_api(kind: str) -> type[WriteApi]:
                        responses={200: answer, 400: ERRORS[400]},
                        description=f"A {kind} decision on the snapshot in `state`; changes "
                                    "nothing but the decision log.")
+        @with_collector_paused
         def post(self, request: Request) -> Response:
             try:
                 decision = services.decision_stateless(kind=kind, request=request.data,
@@ -297,6 +300,7 @@ class DecisionReplayApi(ReadApi):
     """Recompute a logged decision from its stored request; nothing is applied."""
 
     @extend_schema(responses=s.ReplaySerializer)
+    @with_collector_paused
     def get(self, request: Request, decision_id: int) -> Response:
         replay = services.decision_replay(decision=_get(Decision, decision_id))
         return Response({"decision": decision_id, "same": replay.same,
