@@ -45,9 +45,9 @@ from planner.live.selectors import (
 from planner.live.signals import version_bumped_by_caller
 from planner.live.state_cache import LIVE_STATES, CachedState
 from planner.live.versions import (
-    jobs_changed,
     state_changes_log,
     state_changes_since,
+    state_jobs_changed,
     state_version_bump,
 )
 from simulation.decide import DECIDERS
@@ -138,7 +138,7 @@ def _job_end(*, job: Job, status: str) -> Job:
         job.save()
         held = list(job.placements.values_list("server_id", flat=True))
         job.placements.all().delete()
-    jobs_changed(cluster_id=job.cluster_id, job_ids=[job.pk])
+    state_jobs_changed(cluster_id=job.cluster_id, job_ids=[job.pk])
     _server_statuses_refresh(server_ids=held)
     return job
 

@@ -55,16 +55,17 @@ def _cluster_deleted(origin: Any) -> bool:
 @receiver(post_delete, sender=Job)
 def job_changed(sender: type, instance: Job, origin: Any = None, **kwargs: Any) -> None:
     if not _cluster_deleted(origin) and not _caller_bumps():
-        versions.jobs_changed(cluster_id=instance.cluster_id, job_ids=[instance.pk])
+        versions.state_jobs_changed(cluster_id=instance.cluster_id, job_ids=[instance.pk])
 
 
 @receiver(post_save, sender=Placement)
 @receiver(post_delete, sender=Placement)
 def placement_changed(sender: type, instance: Placement, origin: Any = None,
                       **kwargs: Any) -> None:
-    # A job's own delete logs it; its placements go first, while the job row still exists.
+    # Deleting a job deletes its placements first, while the job row is there to name the
+    # cluster.
     if not _cluster_deleted(origin) and not _caller_bumps():
-        versions.job_changed(job_id=instance.job_id)
+        versions.state_job_changed(job_id=instance.job_id)
 
 
 @receiver(post_save, sender=Server)

@@ -39,15 +39,15 @@ def state_version_bump(*, cluster_id: int, create: bool = False) -> int | None:
     return row[0]
 
 
-def jobs_changed(*, cluster_id: int, job_ids: Iterable[int]) -> None:
+def state_jobs_changed(*, cluster_id: int, job_ids: Iterable[int]) -> None:
     """Bump the cluster's version (if it has one) and log these jobs as what changed."""
     version = state_version_bump(cluster_id=cluster_id)
     if version is not None:
         state_changes_log(cluster_id=cluster_id, version=version, job_ids=job_ids)
 
 
-def job_changed(*, job_id: int) -> None:
-    """`jobs_changed` for a job whose cluster is not at hand (a placement's): one statement
+def state_job_changed(*, job_id: int) -> None:
+    """`state_jobs_changed` for a job whose cluster is not at hand (a placement's): one statement
     finds the cluster and bumps its version."""
     with connection.cursor() as cursor:
         cursor.execute(f"UPDATE {_VERSIONS} SET version = version + 1 WHERE cluster_id = "
