@@ -113,7 +113,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
-    "planner.live.middleware.drf_view_cycle_break",
+    "planner.middleware.drf_view_cycle_break",
 ]
 
 ROOT_URLCONF = "planner.urls"

@@ -1,5 +1,5 @@
 """An API request's parsed body is freed with its response, not left to the cyclic collector
-(`planner.live.middleware`)."""
+(`planner.middleware`)."""
 
 from __future__ import annotations
 
