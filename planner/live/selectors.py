@@ -150,7 +150,11 @@ def cluster_state_read(*, cluster: Cluster) -> StateRead:
 def cluster_jobs_read(*, cluster: Cluster, job_ids: Collection[int] | None = None,
                       ) -> list[tuple[int, Any, dict[str, Any]]]:
     """(id, exact seconds from the cluster's creation to its submit, snapshot entry) of the
-    cluster's queued and running jobs (of `job_ids` only, if given), in submit order."""
+    cluster's queued and running jobs (of `job_ids` only, if given), in submit order.
+
+    A job stamped before its cluster (web hosts whose clocks differ, an admin's edit) is
+    submitted at 0 in the snapshot, which takes no negative times; it still sorts by its
+    stamp."""
     jobs = Job.objects.filter(cluster=cluster, status__in=ACTIVE_STATUSES)
     placements = Placement.objects.filter(job__cluster=cluster, job__status=JobStatus.RUNNING)
     if job_ids is not None:
@@ -174,7 +178,7 @@ def cluster_jobs_read(*, cluster: Cluster, job_ids: Collection[int] | None = Non
             "num_gpus": num_gpus, "duration": duration,
             "remaining_seconds": remaining, "model": model,
             "preemptible": preemptible, "priority": priority,
-            "submit_time": round(float(submitted), 3),
+            "submit_time": max(0.0, round(float(submitted), 3)),
             "placement": slots.get(pk, []) if status == running else [],
         }
         if gpu_type:
