@@ -16,6 +16,11 @@ class JobAdmin(admin.ModelAdmin):
     search_fields = ["name"]
     inlines = [PlacementInline]
 
+    def get_readonly_fields(self, request, obj=None):
+        # A job stays in the cluster it was submitted to: its placements are on that
+        # cluster's servers, and only that cluster's state version would move on.
+        return ("cluster",) if obj is not None else ()
+
 
 @admin.register(Decision)
 class DecisionAdmin(admin.ModelAdmin):

@@ -252,3 +252,28 @@ def test_the_change_log_keeps_the_last_versions_only(cluster, decide, whole_read
     decide(cluster, "reclaim", count=1)
     assert len(whole_reads) == 2  # the copy was older than the log
     assert copy_fields(cached(cluster)) == cluster_state_read(cluster=cluster)
+
+
+@pytest.mark.django_db
+def test_a_job_stamped_before_its_cluster_is_submitted_at_zero(cluster, decide) -> None:
+    """A web host whose clock is behind the one that created the cluster."""
+    early, later = submit(cluster, "early", 2), submit(cluster, "later", 2)
+    Job.objects.filter(pk=early.pk).update(submitted_at=cluster.created_at - timedelta(seconds=3))
+    Job.objects.filter(pk=later.pk).update(submitted_at=cluster.created_at - timedelta(seconds=1))
+    jobs = cluster_state(cluster=cluster)["jobs"]
+    assert [(job["id"], job["submit_time"]) for job in jobs] == [("early", 0.0), ("later", 0.0)]
+    decision = decide(cluster, "schedule", policy="fifo")
+    assert [entry["job"] for entry in decision.response["launch"]] == ["early", "later"]
+
+
+@pytest.mark.django_db
+def test_the_admin_does_not_move_a_job_to_another_cluster(cluster, client) -> None:
+    from django.contrib.auth.models import User
+
+    client.force_login(User.objects.create_superuser("root", password="pw-for-tests-only"))
+    job = submit(cluster, "pinned", 2)
+    change = client.get(f"/admin/live/job/{job.pk}/change/")
+    add = client.get("/admin/live/job/add/")
+    assert change.status_code == add.status_code == 200
+    assert b'name="cluster"' in add.content
+    assert b'name="cluster"' not in change.content and cluster.name.encode() in change.content
