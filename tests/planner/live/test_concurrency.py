@@ -12,7 +12,10 @@ from django.db import connection, connections
 from django.db.models import Sum
 
 from planner.clusters.models import Server, ServerStatus
-from planner.live.models import Decision, Job, JobStatus, Placement
+from planner.live import services
+from planner.live.models import Decision, Job, JobStatus, LiveStateVersion, Placement
+from planner.live.selectors import cluster_state_read
+from planner.live.state_cache import LIVE_STATES
 from tests.planner.live.conftest import client_for, live_cluster_make, user_make
 from tests.support import skip_or_fail
 
@@ -99,3 +102,15 @@ def test_parallel_decisions_never_assign_a_gpu_twice_or_lose_a_job(postgres) -> 
             assert gpus == 0, job.name
     decided = sum(1 for kind, code in outcomes if kind != "finish" and code == 200)
     assert Decision.objects.filter(cluster=cluster).count() == decided + 1  # + the setup loan
+    for decision in Decision.objects.filter(cluster=cluster):
+        assert services.decision_replay(decision=decision).same, decision.pk
+
+    # The threads' decisions went through this process's copy of the state, derived from
+    # answers, brought up to date from the change log or read whole: one more decision
+    # leaves a copy that is exactly what the database holds.
+    response = setup.post(f"{base}/schedule", {"policy": "fifo"}, format="json")
+    assert response.status_code == 200, response.content
+    copy = LIVE_STATES.latest((cluster.pk, cluster.created_at))
+    assert copy.version == LiveStateVersion.objects.get(cluster=cluster).version
+    read = cluster_state_read(cluster=cluster)
+    assert (copy.state, copy.server_ids, copy.job_ids, copy.submitted) == read
