@@ -23,20 +23,28 @@ _VERSIONS = LiveStateVersion._meta.db_table
 _JOBS = Job._meta.db_table
 
 
-def state_version_bump(*, cluster_id: int, create: bool = False) -> int | None:
-    """Move the cluster's version on and return it, in one statement that also locks the row
-    (the ORM's `update()` cannot return the new value). Without a version row the cluster
-    was never decided on, so no process can hold a copy: `None`, unless `create`, which
-    starts the count at 1."""
+def _bump(cluster: str, param: int) -> tuple[int, int] | None:
+    """Move on the version of the cluster `cluster` (SQL naming its id) selects, in one
+    statement that also locks the row (the ORM's `update()` cannot return the new value):
+    (cluster id, new version), or `None` if the cluster has no version row."""
     with connection.cursor() as cursor:
-        cursor.execute(f"UPDATE {_VERSIONS} SET version = version + 1 WHERE cluster_id = %s "
-                       "RETURNING version", [cluster_id])
+        cursor.execute(f"UPDATE {_VERSIONS} SET version = version + 1 WHERE cluster_id = "
+                       f"{cluster} RETURNING cluster_id, version", [param])
         row = cursor.fetchone()
+    if row is not None:
+        _changes_prune(cluster_id=row[0], version=row[1])
+    return row
+
+
+def state_version_bump(*, cluster_id: int, create: bool = False) -> int | None:
+    """Move the cluster's version on and return it. Without a version row the cluster was
+    never decided on, so no process can hold a copy: `None`, unless `create`, which starts
+    the count at 1."""
+    row = _bump("%s", cluster_id)
     if row is None:
         return LiveStateVersion.objects.create(cluster_id=cluster_id, version=1).version \
             if create else None
-    _changes_prune(cluster_id=cluster_id, version=row[0])
-    return row[0]
+    return row[1]
 
 
 def state_jobs_changed(*, cluster_id: int, job_ids: Iterable[int]) -> None:
@@ -47,17 +55,11 @@ def state_jobs_changed(*, cluster_id: int, job_ids: Iterable[int]) -> None:
 
 
 def state_job_changed(*, job_id: int) -> None:
-    """`state_jobs_changed` for a job whose cluster is not at hand (a placement's): one statement
-    finds the cluster and bumps its version."""
-    with connection.cursor() as cursor:
-        cursor.execute(f"UPDATE {_VERSIONS} SET version = version + 1 WHERE cluster_id = "
-                       f"(SELECT cluster_id FROM {_JOBS} WHERE id = %s) "
-                       "RETURNING cluster_id, version", [job_id])
-        row = cursor.fetchone()
+    """`state_jobs_changed` for a job whose cluster is not at hand (a placement's): the same
+    statement finds the cluster and bumps its version."""
+    row = _bump(f"(SELECT cluster_id FROM {_JOBS} WHERE id = %s)", job_id)
     if row is not None:
-        cluster_id, version = row
-        _changes_prune(cluster_id=cluster_id, version=version)
-        state_changes_log(cluster_id=cluster_id, version=version, job_ids=[job_id])
+        state_changes_log(cluster_id=row[0], version=row[1], job_ids=[job_id])
 
 
 def state_changes_log(*, cluster_id: int, version: int, job_ids: Iterable[int] = (),
