@@ -15,7 +15,7 @@ from pathlib import Path
 
 from simulation.decide import DECIDERS
 from simulation.engine import EngineConfig
-from simulation.errors import InputError, InvalidDecision
+from simulation.errors import InputError, InvalidDecision, InvariantViolation
 from simulation.metrics import RunResult
 from simulation.model import ClusterSpec, InferenceLoad, PoolKind, Workload
 from simulation.policies.base import registry
@@ -25,7 +25,8 @@ from simulation.workloads import load_cluster_spec, load_inference_load, load_tr
 
 COMPARE_COLUMNS = (
     "policy", "jobs", "jct_mean", "jct_median", "jct_p95", "jct_p99", "queuing_mean",
-    "makespan", "preemptions", "scaling_ops", "util_training", "util_overall", "wall_seconds",
+    "makespan", "preemptions", "preemption_ratio", "scaling_ops", "util_training",
+    "util_overall", "cadence", "wall_seconds",
 )
 
 
@@ -69,7 +70,8 @@ def _row(result: RunResult) -> dict[str, object]:
         "jct_mean": s["jct"]["mean"], "jct_median": s["jct"]["median"],
         "jct_p95": s["jct"]["p95"], "jct_p99": s["jct"]["p99"],
         "queuing_mean": s["queuing"]["mean"], "makespan": s["makespan"],
-        "preemptions": s["preemptions"], "scaling_ops": s["scaling_ops"],
+        "preemptions": s["preemptions"], "preemption_ratio": s["preemption_ratio"],
+        "scaling_ops": s["scaling_ops"], "cadence": s["cadence"],
         "util_training": s["gpu_utilization"]["training"],
         "util_overall": s["gpu_utilization"]["overall"], "wall_seconds": s["wall_seconds"],
     }
@@ -104,16 +106,26 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_policies(args: argparse.Namespace) -> int:
+    """Every policy with its paper, parameters and the engine defaults it runs with."""
+    defaults = EngineConfig()
     for name, cls in registry().items():
         print(f"{name}: {cls.description}")
+        if cls.paper:
+            print(f"    paper: {cls.paper}")
         for p in cls.params:
             print(f"    {p.name} ({p.type.__name__}, default {p.default!r}): {p.help}")
+        interval = cls.interval
+        rounds = "at every event" + (f" and every {interval:g} s" if interval else "")
+        print(f"    runs (cadence=event): {rounds}")
+        if cls.engine_defaults:
+            print("    engine defaults (its paper's mechanisms): " + ", ".join(
+                f"{k}={v!r}" for k, v in sorted(cls.engine_defaults.items())))
     print("reclaim strategies (--set reclaim_strategy=NAME): "
           + ", ".join(reclaim_strategies()))
-    defaults = EngineConfig()
-    print("engine settings (--set key=value): " + ", ".join(
-        f"{k}={getattr(defaults, k)!r}" for k in EngineConfig.__dataclass_fields__ if k != "seed"
-    ))
+    print("engine settings (--set key=value), defaults for every policy unless it says "
+          "otherwise above: " + ", ".join(
+              f"{k}={getattr(defaults, k)!r}" for k in EngineConfig.__dataclass_fields__
+              if k != "seed"))
     return 0
 
 
@@ -177,6 +189,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except FileNotFoundError as exc:
         print(f"error: {exc.filename}: no such file", file=sys.stderr)
         return 2
-    except InvalidDecision as exc:
+    except (InvalidDecision, InvariantViolation) as exc:
         print(f"policy error (a bug, please report): {exc}", file=sys.stderr)
         return 1

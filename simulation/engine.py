@@ -69,11 +69,22 @@ class EngineConfig:
     exit with no stop. `stop-resume`: every worker stops `stop_resume_pause` s (30-60 s
     measured) on every scale-in and scale-out. The GPU-seconds lost (new workers preparing,
     stopped workers) accumulate in each job's `overhead_gpu_seconds`.
+
+    `cadence` says when the policy runs, the same rule for every policy so that a comparison
+    compares policies, not reaction times. `event` (default): at every instant where a job
+    arrives or completes or the inference side lends or reclaims, plus the times the policy's
+    own rules ask for (its `interval`: Gandiva's quantum, Muri's regroup, SIA's re-optimisation;
+    or `next_wakeup`: a Tiresias threshold, a Themis lease). A number `N`: every `N` seconds
+    and at no other time, for every policy (Muri's testbed ran all schedulers every 6 min, §6);
+    arrivals wait for the next round.
+
+    A policy's paper mechanisms (Aryl's reclaim strategy, EDL's stop-free scaling) are its
+    `Policy.engine_defaults`; `default_engine_config` applies them under these defaults.
     """
 
     restart_overhead: float = 63.0
     scaling: str = "linear"  # default scaling curve, or "models" for the per-model table
-    schedule_interval: float | None = None  # None: the policy's own interval
+    cadence: str = "event"  # "event", or seconds between rounds for every policy (see above)
     sample_interval: float | None = None  # None: about 2,000 rows over the trace span
     scale_out_pause: float = 0.0
     scale_in_pause: float = 0.0
@@ -98,6 +109,7 @@ class EngineConfig:
 class Counters:
     reclaims: int = 0
     servers_reclaimed: int = 0
+    gpus_reclaimed: int = 0
     servers_lent: int = 0
     reclaim_preemptions: int = 0
     collateral_gpus: int = 0
@@ -114,6 +126,7 @@ class Sampler:
 
     interval: float
     pools: tuple[str, ...]
+    start: float = 0.0  # the first submission: the measured window starts here
     last_time: float = 0.0
     next_sample: float = 0.0
     busy: dict[str, float] = field(default_factory=dict)  # GPU-seconds in current row
@@ -121,7 +134,23 @@ class Sampler:
     inference_busy: float = 0.0
     total_inference_busy: float = 0.0
     on_loan: float = 0.0
+    total_queued: float = 0.0  # job-seconds spent queued in the run
     rows: list[dict[str, float]] = field(default_factory=list)
+
+    def start_at(self, t: float) -> None:
+        self.start = self.last_time = t
+        self.next_sample = t + self.interval
+
+    @property
+    def window(self) -> float:
+        """Seconds integrated so far: from the first submission to the last event."""
+        return self.last_time - self.start
+
+
+def default_engine_config(policy: Policy, **settings: object) -> EngineConfig:
+    """`EngineConfig` with `policy`'s own paper mechanisms (`Policy.engine_defaults`) in place
+    of the engine's defaults, then `settings` on top: what a run uses unless told otherwise."""
+    return EngineConfig(**{**policy.engine_defaults, **settings})  # type: ignore[arg-type]
 
 
 def throughput_model(setting: str) -> ThroughputModel:
@@ -149,7 +178,7 @@ class Simulation:
         self.cluster = cluster
         self.workload = workload
         self.policy = policy
-        self.config = config or EngineConfig()
+        self.config = config or default_engine_config(policy)
         self.inference_load = inference_load
         self.throughput = throughput or throughput_model(self.config.scaling)
         self.progress = progress
@@ -166,7 +195,7 @@ class Simulation:
         self._wakeup_at: float | None = None
         self._finished = 0
         self._next_percent = 1
-        self._interval = self.config.schedule_interval or policy.interval
+        self._interval, self._event_driven = self._cadence(policy)
         self._inference_pool = next(
             (p for p in cluster.pools if p.kind == PoolKind.INFERENCE), None
         )
@@ -182,7 +211,7 @@ class Simulation:
         last_submit = workload.jobs[-1].submit_time if workload.jobs else 0.0
         sample = self.config.sample_interval or max(60.0, last_submit / 2000.0)
         self.sampler = Sampler(sample, tuple(p.name for p in cluster.pools))
-        self.sampler.next_sample = sample
+        self.sampler.start_at(0.0)
         for pool in self.sampler.pools:
             self.sampler.busy[pool] = 0.0
             self.sampler.total_busy[pool] = 0.0
@@ -206,6 +235,20 @@ class Simulation:
                     field="num_gpus",
                 )
 
+    def _cadence(self, policy: Policy) -> tuple[float | None, bool]:
+        """(tick interval or None, whether events run the policy) for `config.cadence`."""
+        cadence = self.config.cadence
+        if cadence == "event":
+            return policy.interval, True
+        try:
+            every = float(cadence)
+        except ValueError:
+            every = math.nan
+        if not 0 < every < math.inf:
+            raise InputError(f"cadence must be 'event' or a positive number of seconds, got "
+                             f"{cadence!r}", field="cadence")
+        return every, False
+
     def _predictions(self) -> None:
         share = self.config.prediction_error_share
         if share <= 0:
@@ -219,21 +262,27 @@ class Simulation:
     # -- main loop --------------------------------------------------------------------------
 
     def run(self) -> RunResult:
+        """Process events until every job has finished (or `max_time`); the run, and the
+        window its utilisation is measured over, ends at the last completion."""
         started = time.perf_counter()
         jobs = self.workload.jobs
         for spec in jobs:
             job = self.state.add_job(spec)
             self.view.register(job)
         self._predictions()
+        if jobs:
+            self.sampler.start_at(jobs[0].submit_time)
         if self._inference_pool is not None and self.inference_load is not None:
             self._push(0.0, LOAN, "", 0)
         n = len(jobs)
         i = 0
         heap = self._heap
+        state = self.state
         max_time = self.config.max_time
-        event_driven = self.policy.event_driven
+        event_driven = self._event_driven
         unscheduled = False
-        while True:
+        while i < n or state.queue or state.running:
+            self._drop_stale_events()
             t_heap = heap[0][0] if heap else math.inf
             t_arrival = jobs[i].submit_time if i < n else math.inf
             now = min(t_heap, t_arrival)
@@ -242,23 +291,24 @@ class Simulation:
             self._advance(now)
             dirty = False
             while heap and heap[0][0] == now and heap[0][1] < TICK:
-                _, kind, _, job_id, version = heapq.heappop(heap)
+                entry = heapq.heappop(heap)
+                if self._is_stale(entry):
+                    continue
                 self.counters.events += 1
-                if kind == COMPLETION:
-                    dirty |= self._complete(job_id, version) and event_driven
+                if entry[1] == COMPLETION:
+                    dirty |= self._complete(state.jobs[entry[3]]) and event_driven
                 else:
                     self._loan_tick()
-                    dirty = True
+                    dirty |= event_driven
             while i < n and jobs[i].submit_time == now:
                 self._arrive(jobs[i].job_id)
                 self.counters.events += 1
                 dirty |= event_driven
-                unscheduled = not event_driven  # a periodic policy must still see it once
+                unscheduled = not event_driven  # a periodic round must still see it once
                 i += 1
             while heap and heap[0][0] == now:
-                _, _, _, _, version = heapq.heappop(heap)
-                self.counters.events += 1
-                if version == self._tick_version:
+                if not self._is_stale(heapq.heappop(heap)):
+                    self.counters.events += 1
                     self._tick_pending = False
                     dirty = True
             if dirty:
@@ -268,13 +318,26 @@ class Simulation:
                     self._arm_wakeup(now)
             if self._interval is None:
                 continue
-            if not self._tick_pending and (self.state.queue or self.state.running):
-                if self.state.running or i < n or self._has_loan_events() or unscheduled:
+            if not self._tick_pending and (state.queue or state.running):
+                if state.running or i < n or self._has_loan_events() or unscheduled:
                     self._push(now + self._interval, TICK, "", self._tick_version)
                     self._tick_pending = True
-        end = self.clock.now
-        self._advance(end, final=True)
+        self._advance(self.clock.now, final=True)
         return build_result(self, wall_seconds=time.perf_counter() - started)
+
+    def _is_stale(self, entry: tuple[float, int, int, str, int]) -> bool:
+        """A completion whose job was resized, preempted or re-timed since it was pushed, or
+        a wakeup replaced by a later one: it changes nothing and must not move the clock."""
+        _, kind, _, job_id, version = entry
+        if kind == COMPLETION:
+            job = self.state.jobs[job_id]
+            return job.version != version or job.status != JobStatus.RUNNING
+        return kind == TICK and version != self._tick_version
+
+    def _drop_stale_events(self) -> None:
+        heap = self._heap
+        while heap and self._is_stale(heap[0]):
+            heapq.heappop(heap)
 
     def _arm_wakeup(self, now: float) -> None:
         """Keep one pending tick at the policy's `next_wakeup`, dropping a stale one."""
@@ -319,6 +382,7 @@ class Simulation:
             s.inference_busy += inference
             s.total_inference_busy += inference
         s.on_loan += (self.counters.servers_lent - self.counters.servers_reclaimed) * dt
+        s.total_queued += len(self.state.queue) * dt
         s.last_time = to
 
     def _emit_row(self, at: float, width: float) -> None:
@@ -376,10 +440,9 @@ class Simulation:
         job.last_update = self.clock.now
         self._enqueue(job)
 
-    def _complete(self, job_id: str, version: int) -> bool:
-        job = self.state.jobs[job_id]
-        if job.version != version or job.status != JobStatus.RUNNING:
-            return False
+    def _complete(self, job: JobState) -> bool:
+        """Finish `job` at its (current) completion event; False if float drift left work."""
+        job_id = job.job_id
         now = self.clock.now
         self._settle(job, now)
         if job.remaining_work > _EPSILON * max(1.0, job.spec.duration):
@@ -613,6 +676,7 @@ class Simulation:
             self.state.set_on_loan(sid, False)
         self.counters.reclaims += 1
         self.counters.servers_reclaimed += count
+        self.counters.gpus_reclaimed += sum(self.state.servers[sid].gpus for sid in plan.servers)
         self.counters.reclaim_preemptions += len(plan.preempt)
         self.counters.servers_freed_by_scale_in += vacated_by_scale_in
         self.loan_log.append({

@@ -36,3 +36,8 @@ class InputError(ValueError):
 
 class InvalidDecision(RuntimeError):
     """A policy asked the engine for something impossible (over-commit, bad worker count …)."""
+
+
+class InvariantViolation(RuntimeError):
+    """A finished run's numbers break an invariant (utilisation above 100 %, a job finished
+    twice): a bug in the engine or a policy, raised instead of reporting the numbers."""

@@ -2,6 +2,11 @@
 
 `summary.json` (the keys DESIGN.md fixes plus extras), `jobs.csv` (one row per job) and
 `timeseries.csv` (time-averaged utilisation per pool, servers on loan, queue length).
+
+Every number a summary holds is defined once, in `SUMMARY_KEYS` (unit, definition, source),
+and computed by the function named there; the README's results table is that mapping.
+Times are in seconds of simulated time; utilisation is measured over the run's window, from
+the first submission to the last completion, which is the makespan when every job finishes.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from simulation.errors import InvariantViolation
 from simulation.model import PoolKind
 
 if TYPE_CHECKING:
@@ -25,6 +31,104 @@ JOB_COLUMNS = (
     "job_id", "submit", "start", "end", "jct", "queuing", "preemptions", "num_gpus",
     "duration", "model", "pool", "scaling_ops", "migrations", "early_feedback",
 )
+
+
+@dataclass(frozen=True, slots=True)
+class MetricDefinition:
+    unit: str
+    definition: str
+    source: str
+
+
+# The summary's keys, each defined once. `jct`, `queuing` and `early_feedback` hold the
+# statistics of `percentiles`; `gpu_utilization` and `loaning` hold the keys listed under them.
+SUMMARY_KEYS: dict[str, MetricDefinition] = {
+    "policy": MetricDefinition("", "the policy's registry name", "DESIGN.md result"),
+    "params": MetricDefinition("", "every policy parameter as the run used it", ""),
+    "engine": MetricDefinition(
+        "", "every engine setting as the run used it (EngineConfig), the policy's own "
+        "paper defaults applied", ""),
+    "cadence": MetricDefinition(
+        "", "when the policy ran: 'event' or seconds between rounds", "EngineConfig.cadence"),
+    "scaling_mode": MetricDefinition("", "resize overhead model that ran", "EDL §4.2"),
+    "seed": MetricDefinition("", "random seed of the run", ""),
+    "cluster": MetricDefinition("", "cluster spec name", ""),
+    "trace": MetricDefinition("", "workload source", ""),
+    "jobs": MetricDefinition("jobs", "jobs submitted", "DESIGN.md result"),
+    "finished": MetricDefinition("jobs", "jobs that completed", ""),
+    "unfinished": MetricDefinition("jobs", "jobs not completed when the run stopped", ""),
+    "jct": MetricDefinition(
+        "s", "job completion time, completion − submission, over finished jobs "
+        "(mean, median, p95, p99)", "Aryl §7.1; Tiresias/Muri JCT"),
+    "queuing": MetricDefinition(
+        "s", "time a finished job spent waiting in the queue, every wait counted, also "
+        "after a preemption (mean, median, p95, p99)", "Aryl §7.1 queuing time"),
+    "makespan": MetricDefinition(
+        "s", "last completion − first submission", "Gandiva §6.4; Muri §6.1"),
+    "preemptions": MetricDefinition("preemptions", "preemptions of all jobs, counted each time",
+                                    "Aryl §7.1"),
+    "preemption_ratio": MetricDefinition(
+        "preemptions per job", "preemptions / jobs submitted (can exceed 1)",
+        "Aryl §7.1, Table 5 note (2)"),
+    "preempted_share": MetricDefinition(
+        "share of jobs", "jobs preempted at least once / jobs submitted", ""),
+    "scaling_ops": MetricDefinition("resizes", "resize decisions applied (scale-out and -in)",
+                                    "Aryl §7.1; EDL §6"),
+    "migrations": MetricDefinition("migrations", "migrations applied", "Gandiva §6.4"),
+    "overhead_gpu_seconds": MetricDefinition(
+        "GPU·s", "GPU time held but not training: restarts, resize and migration pauses, "
+        "stop-free workers preparing", "EDL §4.2, §6.1"),
+    "policy_counters": MetricDefinition("", "the policy's own counters", ""),
+    "gpu_utilization": MetricDefinition(
+        "share of GPU time", "busy GPU-seconds / (GPUs × window), window = first submission "
+        "to last completion; `training` over training (and quota) pools, `overall` over every "
+        "pool with inference-busy GPUs counted busy, `pools` per pool; each in [0, 1]",
+        "Aryl Table 5 note (1)"),
+    "avg_queue_length": MetricDefinition(
+        "jobs", "time-average of the number of queued jobs over the window", "Muri §6.1"),
+    "blocking_index": MetricDefinition(
+        "ratio", "mean over time-series rows with a non-empty queue of the mean, over queued "
+        "jobs, of time waited / work remaining", "Muri §6.1 (after Tiresias [18])"),
+    "early_feedback": MetricDefinition(
+        "s", "submission to the end of the first `early_feedback_iterations` (100) "
+        "iterations, jobs with an iteration count only", "Gandiva §6.3"),
+    "loaning": MetricDefinition(
+        "", "servers_lent, reclaims, servers_reclaimed, reclaim_preemptions (jobs preempted "
+        "by reclaims), collateral_gpus (GPUs of preempted jobs off the returned servers), "
+        "collateral_damage (collateral_gpus / GPUs reclaimed), servers_freed_by_scale_in, "
+        "flexible_share (servers_freed_by_scale_in / servers_reclaimed)", "Aryl §4, §7.3 Fig. 8"),
+    "events": MetricDefinition("events", "arrivals, completions, loan and policy ticks handled",
+                               ""),
+    "schedule_rounds": MetricDefinition("rounds", "times the policy ran", ""),
+    "decisions": MetricDefinition("decisions", "decisions the engine applied", ""),
+    "wall_seconds": MetricDefinition("s (wall clock)", "time the run took", "DESIGN.md result"),
+    "events_per_second": MetricDefinition("events/s", "events / wall_seconds", ""),
+}
+
+
+def preemption_ratio(preemptions: int, jobs: int) -> float:
+    """Preemptions per submitted job, Aryl §7.1 Table 5 note (2): "the ratio between total
+    number of preemptions and the total number of job submissions" (0 with no jobs)."""
+    return preemptions / jobs if jobs else 0.0
+
+
+def preempted_share(preempted_jobs: int, jobs: int) -> float:
+    """Share of submitted jobs preempted at least once (0 with no jobs)."""
+    return preempted_jobs / jobs if jobs else 0.0
+
+
+def utilization(busy_gpu_seconds: float, gpus: int, window: float) -> float:
+    """Busy GPU-seconds over the GPU-seconds of `window` (Aryl Table 5 note (1)); 0 for an
+    empty window or no GPUs."""
+    return busy_gpu_seconds / (gpus * window) if gpus and window > 0 else 0.0
+
+
+def blocking_index(rows: Sequence[Mapping[str, float]]) -> float:
+    """Muri §6.1: "the average ratio of pending time to remaining time of pending jobs".
+    Each row carries the mean over the jobs queued at its time; rows with an empty queue have
+    no pending job and are left out (an empty queue is not a ratio of 0)."""
+    values = [row["blocking_index"] for row in rows if row["queue_length"] > 0]
+    return float(np.mean(values)) if values else 0.0
 
 
 @dataclass(slots=True)
@@ -116,10 +220,12 @@ def build_result(sim: Simulation, *, wall_seconds: float) -> RunResult:
     span = max(last_end - first_submit, 0.0) if n and last_end else 0.0
     counters = sim.counters
     timeseries = sim.sampler.rows
-    blocking = [row["blocking_index"] for row in timeseries if row["queue_length"] > 0]
+    window = sim.sampler.window
     summary: dict[str, Any] = {
         "policy": sim.policy.name,
         "params": {p.name: getattr(sim.policy, p.name) for p in sim.policy.params},
+        "engine": engine_settings(sim.config),
+        "cadence": sim.config.cadence,
         "seed": sim.config.seed,
         "cluster": sim.cluster.name,
         "trace": sim.workload.source,
@@ -130,17 +236,16 @@ def build_result(sim: Simulation, *, wall_seconds: float) -> RunResult:
         "queuing": percentiles(queuing),
         "makespan": round(span, 6),
         "preemptions": preemptions,
-        "preemption_ratio": round(preempted_jobs / n, 6) if n else 0.0,
+        "preemption_ratio": round(preemption_ratio(preemptions, n), 6),
+        "preempted_share": round(preempted_share(preempted_jobs, n), 6),
         "scaling_ops": scaling_ops,
         "migrations": migrations,
         "overhead_gpu_seconds": round(overhead, 3),
         "scaling_mode": sim.config.scaling_mode,
         "policy_counters": dict(sorted(getattr(sim.policy, "counters", {}).items())),
-        "gpu_utilization": _utilization(sim, span),
-        "avg_queue_length": round(float(np.mean([r["queue_length"] for r in timeseries])), 6)
-        if timeseries
-        else 0.0,
-        "blocking_index": round(float(np.mean(blocking)), 6) if blocking else 0.0,
+        "gpu_utilization": _utilization(sim, window),
+        "avg_queue_length": round(sim.sampler.total_queued / window, 6) if window > 0 else 0.0,
+        "blocking_index": round(blocking_index(timeseries), 6),
         "early_feedback": percentiles(feedback),
         "loaning": {
             "servers_lent": counters.servers_lent,
@@ -148,6 +253,9 @@ def build_result(sim: Simulation, *, wall_seconds: float) -> RunResult:
             "servers_reclaimed": counters.servers_reclaimed,
             "reclaim_preemptions": counters.reclaim_preemptions,
             "collateral_gpus": counters.collateral_gpus,
+            "collateral_damage": round(
+                counters.collateral_gpus / counters.gpus_reclaimed, 6
+            ) if counters.gpus_reclaimed else 0.0,
             "servers_freed_by_scale_in": counters.servers_freed_by_scale_in,
             "flexible_share": round(
                 counters.servers_freed_by_scale_in / counters.servers_reclaimed, 6
@@ -161,27 +269,73 @@ def build_result(sim: Simulation, *, wall_seconds: float) -> RunResult:
         "wall_seconds": round(wall_seconds, 4),
         "events_per_second": round(counters.events / wall_seconds, 1) if wall_seconds else 0.0,
     }
-    return RunResult(summary=summary, jobs=rows, timeseries=timeseries, loan_log=sim.loan_log)
+    result = RunResult(summary=summary, jobs=rows, timeseries=timeseries, loan_log=sim.loan_log)
+    check_invariants(result, first_submit=first_submit)
+    return result
 
 
-def _utilization(sim: Simulation, span: float) -> dict[str, Any]:
-    """Time-averaged busy share of GPUs over [first submit, last completion]."""
+_TOLERANCE = 1e-9
+
+
+def check_invariants(result: RunResult, *, first_submit: float) -> None:
+    """Raise `InvariantViolation` unless the run's numbers can be true: every utilisation and
+    every time-series utilisation in [0, 1], each job reported once with 0 ≤ queuing ≤ JCT,
+    and, when every job finished, the time series ending at the last completion."""
+    summary = result.summary
+    problems: list[str] = []
+    util = summary["gpu_utilization"]
+    for name, value in (("training", util["training"]), ("overall", util["overall"]),
+                        *((f"pool {p}", v) for p, v in util["pools"].items())):
+        if not -_TOLERANCE <= value <= 1 + _TOLERANCE:
+            problems.append(f"{name} utilisation {value}")
+    for row in result.timeseries:
+        for key, value in row.items():
+            if key.startswith("util_") and not -_TOLERANCE <= value <= 1 + _TOLERANCE:
+                problems.append(f"{key} {value} at t={row['time']}")
+                break
+    ids = [row["job_id"] for row in result.jobs]
+    if len(set(ids)) != len(ids) or summary["finished"] + summary["unfinished"] != len(ids):
+        problems.append("a job is reported more than once")
+    for row in result.jobs:
+        if row["jct"] is not None and not 0 <= row["queuing"] <= row["jct"] + _TOLERANCE:
+            problems.append(f"job {row['job_id']} queued {row['queuing']} s of JCT {row['jct']}")
+            break
+    if summary["unfinished"] == 0 and result.timeseries:
+        end = first_submit + summary["makespan"]
+        if abs(result.timeseries[-1]["time"] - end) > 1e-6 * max(1.0, end):
+            problems.append(f"time series ends at {result.timeseries[-1]['time']}, the last "
+                            f"completion is at {end}")
+    if problems:
+        raise InvariantViolation(f"run of {summary['policy']} breaks invariants: "
+                                 + "; ".join(problems[:5]))
+
+
+def engine_settings(config: Any) -> dict[str, Any]:
+    """The run's `EngineConfig` as JSON values (an unbounded `max_time` as None)."""
+    settings = {}
+    for name in config.__dataclass_fields__:
+        value = getattr(config, name)
+        settings[name] = None if isinstance(value, float) and math.isinf(value) else value
+    return settings
+
+
+def _utilization(sim: Simulation, window: float) -> dict[str, Any]:
+    """`utilization` of the training pools, of every pool, and overall (SUMMARY_KEYS)."""
     busy = sim.sampler.total_busy
     inference_busy = sim.sampler.total_inference_busy
     pools = {}
-    training_busy = training_cap = 0.0
+    training_busy = 0.0
+    training_gpus = 0
     for pool in sim.cluster.pools:
         pool_busy = busy[pool.name] + (inference_busy if pool.kind == PoolKind.INFERENCE else 0)
-        pools[pool.name] = round(pool_busy / (pool.gpus * span), 6) if span else 0.0
+        pools[pool.name] = round(utilization(pool_busy, pool.gpus, window), 6)
         if pool.kind != PoolKind.INFERENCE:
             training_busy += busy[pool.name]
-            training_cap += pool.gpus
+            training_gpus += pool.gpus
     total = sum(busy.values()) + inference_busy
     return {
-        "training": round(training_busy / (training_cap * span), 6)
-        if span and training_cap
-        else 0.0,
-        "overall": round(total / (sim.cluster.total_gpus * span), 6) if span else 0.0,
+        "training": round(utilization(training_busy, training_gpus, window), 6),
+        "overall": round(utilization(total, sim.cluster.total_gpus, window), 6),
         "pools": pools,
     }
 

@@ -20,9 +20,17 @@ from simulation.policies.base import create_policy, parse_params, registry
 _ENGINE_FIELDS = {f.name: f for f in dataclasses.fields(EngineConfig)}
 
 
-def engine_config(settings: Mapping[str, Any], *, seed: int) -> EngineConfig:
-    """Build an `EngineConfig` from string or typed values, validating each."""
+def engine_config(
+    settings: Mapping[str, Any], *, seed: int, policy: str | None = None
+) -> EngineConfig:
+    """Build an `EngineConfig` from string or typed values, validating each.
+
+    With `policy`, its paper's mechanisms (`Policy.engine_defaults`) replace the engine's
+    defaults wherever `settings` leaves a key unset.
+    """
     values: dict[str, Any] = {"seed": seed}
+    if policy is not None:
+        values.update(policy_engine_defaults(policy))
     defaults = EngineConfig()
     for key, raw in settings.items():
         if key not in _ENGINE_FIELDS or key == "seed":
@@ -38,6 +46,15 @@ def engine_config(settings: Mapping[str, Any], *, seed: int) -> EngineConfig:
             raise InputError(f"must not be negative, got {raw!r}", source="settings", field=key)
         values[key] = value
     return EngineConfig(**values)
+
+
+def policy_engine_defaults(policy: str) -> dict[str, Any]:
+    """The engine settings `policy` runs with unless told otherwise (its paper's own)."""
+    policies = registry()
+    if policy not in policies:
+        raise InputError(f"unknown policy {policy!r} (known: {', '.join(policies)})",
+                         field="policy")
+    return dict(policies[policy].engine_defaults)
 
 
 def split_settings(
@@ -66,7 +83,7 @@ def run_simulation(
     progress: Callable[[float], None] | None = None,
 ) -> RunResult:
     policy_params, engine_settings = split_settings(policy, settings or {})
-    config = engine_config(engine_settings, seed=seed)
+    config = engine_config(engine_settings, seed=seed, policy=policy)
     sim = Simulation(
         cluster,
         workload,

@@ -48,6 +48,7 @@ class TransientScaler(Policy):
         self.transient = transient
         self.idle_seconds = idle_seconds
         self.use_idle = use_idle
+        self.interval = idle_seconds  # re-decide at every idle/busy boundary
 
     def wanted_gpus(self, now: float) -> int:
         idle_window = int(now / self.idle_seconds + 1e-9) % 2 == 0
@@ -96,7 +97,7 @@ def run_transient(
     )
     policy = TransientScaler(persistent, transient, idle_seconds, scheme != "baseline")
     config = EngineConfig(
-        scaling_mode=_MODE[scheme], schedule_interval=idle_seconds,
+        scaling_mode=_MODE[scheme],
         stop_resume_pause=stop_resume_pause, stop_free_prepare=stop_free_prepare,
         stop_free_broadcast=stop_free_broadcast,
     )

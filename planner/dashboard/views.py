@@ -32,7 +32,8 @@ SUMMARY_COLUMNS = (
     ("jct.mean", "JCT mean (s)"), ("jct.median", "JCT median (s)"), ("jct.p95", "JCT p95 (s)"),
     ("jct.p99", "JCT p99 (s)"), ("queuing.mean", "queuing mean (s)"),
     ("queuing.p95", "queuing p95 (s)"), ("makespan", "makespan (s)"),
-    ("preemptions", "preemptions"), ("preemption_ratio", "preempted share"),
+    ("preemptions", "preemptions"), ("preemption_ratio", "preemptions per job"),
+    ("preempted_share", "share of jobs preempted"),
     ("scaling_ops", "scaling ops"), ("gpu_utilization.training", "training utilisation"),
     ("gpu_utilization.overall", "overall utilisation"), ("unfinished", "unfinished jobs"),
 )

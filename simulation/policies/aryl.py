@@ -1,7 +1,8 @@
 """Aryl's job scheduler: two-phase allocation (§5.2, Algorithm 2) and placement (§5.3).
 
-Every `interval` (60 s; the orchestrator loans and reclaims on the engine's 300 s
-`loan_interval`) the scheduler re-decides, non-preemptively:
+At every event and every `interval` (60 s, "periodically ... in high frequency", §5.2; the
+orchestrator loans and reclaims on the engine's 300 s `loan_interval`) the scheduler
+re-decides, non-preemptively:
 
 - Capacity is the free GPUs of every available server (on-loan inference servers included)
   plus the GPUs of running elastic jobs' flexible workers, which may be taken back.
@@ -81,7 +82,11 @@ class Aryl(Policy):
               "knapsack (set with EngineConfig.elastic_step_loss)"),
     )
     interval = 60.0
-    event_driven = False
+    # Algorithm 1 reclaims (§4); resizes run on Elastic Horovod (§6, [1]): the old workers
+    # train on while new ones start, then one short state broadcast, as EDL's stop-free
+    # scale-out. Aryl's §7.1 baselines (afs, gandiva-elastic, pollux-lite) subclass this
+    # policy and inherit both: they are other allocation rules inside the same system.
+    engine_defaults = {"reclaim_strategy": "aryl", "scaling_mode": "stop-free"}
 
     elastic: bool
     heterogeneous: bool

@@ -62,11 +62,17 @@ class Policy:
     """Base class: subclasses set `name`, `description`, `params` and implement `schedule`.
 
     `shares_gpus` lets the engine place several jobs on one GPU (time-slicing,
-    interleaving); `interval` is the scheduling tick the policy wants (seconds) and
-    `event_driven` whether it also runs on every arrival and completion. A policy whose
-    decisions change only at events sets `interval = None` and, if something it watches
-    changes with time alone (a job crossing a priority threshold), says when in
-    `next_wakeup`: ticking on a clock would cost a round per tick for nothing.
+    interleaving). Under the engine's default `cadence` a policy runs at every event (arrival,
+    completion, loan, reclaim) and, when its own rules change decisions with time alone, every
+    `interval` seconds (Gandiva's quantum, Muri's regroup). A policy whose decisions change
+    only at events sets `interval = None` and, if something it watches changes with time
+    alone (a job crossing a priority threshold), says when in `next_wakeup`: ticking on a
+    clock would cost a round per tick for nothing.
+
+    `engine_defaults` are the engine settings (`EngineConfig` fields) of the policy's own
+    paper: its reclaim strategy, its resize mechanism. A run uses them unless the user sets
+    the same key, so comparing policies compares each as its paper built it; every one is
+    listed by `python -m simulation policies` and stored in each run's summary.
     """
 
     name: ClassVar[str]
@@ -75,7 +81,7 @@ class Policy:
     params: ClassVar[tuple[Param, ...]] = ()
     shares_gpus: ClassVar[bool] = False
     interval: ClassVar[float | None] = 60.0
-    event_driven: ClassVar[bool] = True
+    engine_defaults: ClassVar[Mapping[str, Any]] = {}
 
     def __init__(self, *, rng: random.Random | None = None, **values: Any) -> None:
         self.rng = rng or random.Random(0)

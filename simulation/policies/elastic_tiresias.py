@@ -22,8 +22,8 @@ Choices where the paper is silent, and why:
   jobs first give back what they hold beyond their requested size (graceful scale-in), so
   Tiresias preempts nobody merely because it was expanded.
 - Inelastic jobs (`max_workers == min_workers`) are never resized.
-- Resize costs come from the engine's overhead model: run with `scaling_mode=stop-free`
-  for EDL, `stop-resume` for the comparison.
+- Resize costs come from the engine's overhead model; EDL's own stop-free scaling (§4.2) is
+  the default (`engine_defaults`), `scaling_mode=stop-resume` the paper's comparison.
 """
 
 from __future__ import annotations
@@ -83,6 +83,7 @@ class ElasticTiresias(Tiresias):
         Param("compaction_threshold", int, 10, "compact when more than N jobs wait"),
         Param("qos_ratio", float, 0.5, "never scale a job in below this share of its request"),
     )
+    engine_defaults = {"scaling_mode": "stop-free"}  # EDL §4.2
     compaction_threshold: int
     qos_ratio: float
 

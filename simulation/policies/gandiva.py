@@ -79,6 +79,9 @@ class Gandiva(Policy):
     paper = "Gandiva OSDI'18 §4.2 Algorithm 1, §4.1, §6"
     shares_gpus = True
     interval = 60.0
+    # Grow-shrink and migration both checkpoint at a mini-batch boundary and resume on the new
+    # GPUs, "as little as a second or two" (§3 Migration, §6.1): 2 s of every worker.
+    engine_defaults = {"scale_out_pause": 2.0, "scale_in_pause": 2.0, "migration_pause": 2.0}
     params = (
         Param("introspective", bool, True, "run the introspective mode at all"),
         Param("time_slice", float, 60.0, "round-robin quantum (s)"),
