@@ -39,7 +39,11 @@ whose edge weights are the γ of merging two nodes, finds a maximum weighted mat
 networkx's Blossom implementation, and merges matched pairs; ⌈log2 k⌉ rounds give groups of
 up to k jobs. Only nodes of one bucket (same GPU count) are matched (§4.2). An edge exists
 only when the merged group would not exceed `max_group` jobs and interleaving beats running
-the members one after another (group time < sum of solo iteration times). Blossom is
+the members one after another: group time times the interleaving overhead of its size
+(`GroupingConfig.overhead`) < sum of solo iteration times, as Muri's simulator unpacks such
+groups (its default `autopack`, Rivendile/Muri@4e69a78 `simulator/run_sim.py:89,1097-1103`).
+The edge weight is γ without the overhead, as that simulator weighs edges
+(`simulator/matching.py:167-168` returns before applying it). Blossom is
 O(V³) in networkx's pure Python: up to `exact_limit` nodes per bucket the graph is complete
 (exact); above it each node keeps edges to `sparse_degree` nodes of every class of similar jobs
 (resource shares rounded to tenths), chosen by rotation so that identical jobs do not all
@@ -193,7 +197,8 @@ class Bucket:
 class GroupingConfig:
     max_group: int = 4
     weight_floor: float = 0.0  # an edge needs γ > floor × (jobs in merged group) / k
-    overhead: tuple[float, ...] = ()  # iteration-time factor for groups of 2, 3, ... jobs
+    # Iteration-time factor for groups of 2, 3, ... jobs (the last repeats); () = none.
+    overhead: tuple[float, ...] = ()
     exact_limit: int = 64
     sparse_degree: int = 2
     worst_ordering: bool = False
@@ -230,7 +235,7 @@ def _merge_periods(a: np.ndarray, b: np.ndarray, worst: bool) -> np.ndarray:
 def _edge_weights(
     bucket: Bucket, groups: list[list[int]], config: GroupingConfig
 ) -> np.ndarray:
-    """γ of merging each pair of groups, or 0 where the merge is not allowed."""
+    """γ of merging each pair of groups (Eq. 4), or 0 where the merge is not allowed."""
     n = len(groups)
     k = bucket.stages.shape[1]
     weights = np.zeros((n, n))
@@ -248,10 +253,10 @@ def _edge_weights(
                 continue
             a = np.stack([bucket.stages[groups[i]] for i in nodes_a])
             b = np.stack([bucket.stages[groups[i]] for i in nodes_b])
-            period = _merge_periods(a, b, config.worst_ordering) * config.overhead_for(p + q)
+            period = _merge_periods(a, b, config.worst_ordering)
             ia, ib = np.ix_(nodes_a, nodes_b)
             gamma = (busy[ia] + busy[ib]) / (k * np.maximum(period, 1e-12))
-            useful = period < solo[ia] + solo[ib]
+            useful = period * config.overhead_for(p + q) < solo[ia] + solo[ib]
             useful &= gamma > config.weight_floor * (p + q) / k
             block = np.where(useful, gamma, 0.0)
             weights[ia, ib] = np.maximum(weights[ia, ib], block)

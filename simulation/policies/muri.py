@@ -1,12 +1,27 @@
 """Muri-S and Muri-L: multi-resource interleaving with Blossom grouping (Muri SIGCOMM'22 §4).
 
-Every round — a fixed 6-minute interval, as §5 says the scheduler runs "at a fixed time
-interval to reduce the overhead of preemption and restart" (Muri's own simulator also
-reacts to arrivals and completions; doing so here regrouped the whole cluster at every
-event and cost ~118 restarts per job on muri_trace4) — the policy:
+**Rounds.** Muri's scheduler is "invoked on events like job arrival and job completion" (§3)
+yet "runs the scheduling algorithm at a fixed time interval to reduce the overhead of
+preemption and restart" (§5; six minutes, `interval`). The engine runs the policy at every
+event and every `interval`; two kinds of round reconcile the two sentences:
+
+- a **full regroup** (steps 1–4 below over running and queued jobs; it may preempt, move and
+  regroup running jobs) at most once per `interval`: the first round at or after the last
+  full regroup + `interval`. A round with nothing to regroup (no queue, every job alone)
+  runs none and does not count;
+- every other round is an **event round**: steps 1–4 over the queued jobs only, with the GPUs
+  no group holds as the cluster, so arrivals start at once on free GPUs, alone or grouped
+  among themselves. It preempts nothing, moves nothing and leaves running jobs' shares alone.
+
+Regrouping the whole cluster at every event (as Muri's own simulator does) restarted jobs
+constantly here (~118 restarts per job on muri_trace4); waiting for the next six-minute
+round left free GPUs idle for minutes after each arrival.
+
+A full regroup:
 
 1. orders running and queued jobs by priority — SRSF (remaining time × GPUs, `muri-s`) or
-   Tiresias' discretised 2D-LAS (`muri-l`, the same queue logic as `tiresias`);
+   Tiresias' discretised 2D-LAS (`muri-l`, the same queue logic and queue defaults as
+   `tiresias`);
 2. picks the first n jobs "that can be fully grouped and fully utilise the cluster"
    (Algorithm 1, lines 1–7): walking the order with the cluster's GPUs as a budget, each job
    that still fits takes its GPUs and claims itself plus the next k − 1 jobs of its bucket
@@ -23,10 +38,18 @@ event and cost ~118 restarts per job on muri_trace4) — the policy:
    executor kills and restarts jobs), launches, and sets each member's share.
 
 **Rates.** Members of a group share one placement and each completes one iteration per group
-iteration, so a member runs at ``share = min(1, solo iteration time / T_group)`` where T_group
-is Eq. 3 under the chosen ordering on the *true* profile (times an optional per-size
-overhead, `group_overhead`). The ordering and the grouping use profiles with
+iteration, so a member runs at ``share = min(1, solo iteration time / (T_group × o_n))``
+where T_group is Eq. 3 under the chosen ordering on the *true* profile and o_n the
+interleaving overhead of an n-job group. The ordering and the grouping use profiles with
 `profiling_noise`. A job alone gets share 1.
+
+**Interleaving overhead** (`group_overhead`, default 1.33, 1.5, 1.37 for groups of 2, 3, 4):
+the factors Muri's simulator puts on a group's iteration time (Rivendile/Muri@4e69a78
+`simulator/jobs.py:209`, applied in `simulator/matching.py:169-174`); Table 2 likewise
+measured four interleaved jobs at 2×, not 4×, summed normalised throughput. That simulator
+splits each factor x as 1.015 on every job's own iteration time and x / 1.015 on a group's;
+here a group carries x and a job alone none, so a job alone runs at its trace speed as under
+every other policy. `group_overhead=none` is the zero-overhead ablation.
 
 Jobs with no profile (neither in the trace nor a model of the table in
 `simulation.interleaving`) and non-preemptible running jobs are never grouped.
@@ -37,10 +60,12 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Iterator
+from typing import ClassVar
 
 import numpy as np
 
 from simulation.decisions import Decision, Launch, Placement, Preempt, SetShare
+from simulation.errors import InputError
 from simulation.interleaving import (
     Bucket,
     GroupingConfig,
@@ -55,7 +80,7 @@ from simulation.interleaving import (
 from simulation.policies.base import Param, Policy, register
 from simulation.policies.ordering import pool_preference, training_capacity
 from simulation.policies.srtf import remaining_seconds
-from simulation.policies.tiresias import Tiresias
+from simulation.policies.tiresias import LAS_QUEUE_PARAMS, Tiresias
 from simulation.shared_placement import fit_placement, physical_free, share_changed
 from simulation.state import JobStatus
 from simulation.view import ClusterView, JobView
@@ -69,12 +94,25 @@ def bucket_key(job: JobView) -> BucketKey:
     return (spec.num_gpus, spec.gpus_per_worker, spec.gpu_type or "", spec.pool or "")
 
 
+def group_overhead_factors(setting: str) -> tuple[float, ...]:
+    """`group_overhead` as iteration-time factors for groups of 2, 3, ... jobs; `none` = ()."""
+    if setting.strip().lower() == "none":
+        return ()
+    try:
+        factors = tuple(float(x) for x in setting.split(","))
+        if all(0 < f < math.inf for f in factors):
+            return factors
+    except ValueError:
+        pass
+    raise InputError(f"expected 'none' or comma-separated positive factors, got {setting!r}",
+                     source="settings", field="group_overhead")
+
+
 class Muri(Policy):
     """Shared mechanics of Muri-S and Muri-L; subclasses define `priority`."""
 
     shares_gpus = True
-    interval = 360.0
-    event_driven = False
+    interval: ClassVar[float] = 360.0  # §5: six minutes between full regroups
     paper = "Muri SIGCOMM'22 §4 (Algorithm 1, Eqs. 1–4), §5, §6.4"
     params: tuple[Param, ...] = (
         Param("max_group_size", int, 4, "k: at most this many jobs share one GPU set"),
@@ -84,7 +122,8 @@ class Muri(Policy):
               "always", choices=("demand", "always")),
         Param("ordering", str, "best", "stage ordering inside a group (Fig. 11 ablation)",
               choices=("best", "worst")),
-        Param("group_overhead", str, "", "iteration-time factors for groups of 2,3,4 jobs"),
+        Param("group_overhead", str, "1.33,1.5,1.37", "iteration-time factors for groups of "
+              "2,3,4 jobs (Muri's simulator); none = no overhead (ablation)"),
         Param("weight_floor", float, 0.0, "edge needs γ > floor × group size / k"),
         Param("exact_matching_limit", int, 64, "buckets up to this size match exactly"),
         Param("sparse_degree", int, 2, "partners per class of similar jobs above the limit"),
@@ -103,11 +142,10 @@ class Muri(Policy):
         super().__init__(**values)
         if not 1 <= self.max_group_size <= self.resource_types:
             raise ValueError("max_group_size must lie between 1 and resource_types")
-        overhead = tuple(float(x) for x in str(self.group_overhead).split(",") if x.strip())
         self.config = GroupingConfig(
             max_group=self.max_group_size,
             weight_floor=self.weight_floor,
-            overhead=overhead,
+            overhead=group_overhead_factors(str(self.group_overhead)),
             exact_limit=self.exact_matching_limit,
             sparse_degree=self.sparse_degree,
             worst_ordering=self.ordering == "worst",
@@ -118,6 +156,7 @@ class Muri(Policy):
         self._shares: dict[tuple[str, ...], dict[str, float]] = {}
         self._group_of: dict[str, int] = {}  # running job -> token of the group it runs in
         self._next_token = 0
+        self._last_regroup = -math.inf  # when the last full regroup ran
 
     def priority(self, view: ClusterView, job: JobView) -> tuple[float, ...]:
         raise NotImplementedError
@@ -164,9 +203,15 @@ class Muri(Policy):
     # -- the round ---------------------------------------------------------------------------
 
     def schedule(self, view: ClusterView) -> Iterator[Decision]:
-        if not view.queue and all(j.share >= 1.0 for j in view.running.values()):
+        """A full regroup when `interval` has passed since the last one, else an event round."""
+        if view.now >= self._last_regroup + self.interval:
+            if not view.queue and all(j.share >= 1.0 for j in view.running.values()):
+                return iter(())
+            self._last_regroup = view.now
+            return self._regroup(view)
+        if not view.queue:
             return iter(())
-        return self._round(view)
+        return self._launch_on_free_gpus(view)
 
     def select(self, view: ClusterView, ordered: list[JobView], capacity: int) -> list[JobView]:
         """Algorithm 1 lines 1–7: the first jobs that can fill the cluster in k-job groups."""
@@ -250,30 +295,14 @@ class Muri(Policy):
             groupable=[self._groupable(j) for j in jobs],
         )
 
-    def _round(self, view: ClusterView) -> Iterator[Decision]:
+    def _regroup(self, view: ClusterView) -> Iterator[Decision]:
+        """A full regroup: steps 1–4 over running and queued jobs; may preempt and move."""
         jobs = [*view.running.values(), *view.queue.values()]
         jobs.sort(key=lambda j: (
             not (j.status == JobStatus.RUNNING and not j.spec.preemptible),
             self.priority(view, j),
         ))
-        capacity = training_capacity(view)
-        groups = self.plan_groups(view, self.select(view, jobs, capacity), capacity)
-
-        kept: list[list[JobView]] = []
-        budget = capacity
-        for group in groups:
-            gpus = group[0].spec.num_gpus
-            pinned = any(j.status == JobStatus.RUNNING and not j.spec.preemptible for j in group)
-            if gpus <= budget or pinned:
-                budget -= gpus
-                kept.append(group)
-
-        # Two groups may hold identical slot tuples on one server (slots name no GPU
-        # indices), so a group is its placement plus the token this policy gave it.
-        in_use: dict[tuple[Placement, int], list[str]] = {}
-        for job in view.running.values():
-            token = self._group_of.get(job.job_id, -1)
-            in_use.setdefault((job.placement, token), []).append(job.job_id)
+        kept = self._fitting_groups(view, jobs, training_capacity(view))
         claimed: dict[int, tuple[Placement, int]] = {}
         for index, group in enumerate(kept):
             for job in group:
@@ -283,8 +312,56 @@ class Muri(Policy):
                     claimed[index] = slot
                     break
         free = physical_free(view, [placement for placement, _ in claimed.values()])
-        order = sorted(range(len(kept)), key=lambda i: -kept[i][0].spec.num_gpus)
-        for index in order:
+        target = self._targets(view, kept, claimed, free)
+        for slot, job_ids in self._groups_in_use(view).items():
+            for job_id in job_ids:
+                goal = target.get(job_id)
+                if goal is None or goal[0] != slot:
+                    if view.job(job_id).spec.preemptible:
+                        self._group_of.pop(job_id, None)
+                        yield Preempt(job_id)
+        yield from self._start(view, target)
+
+    def _launch_on_free_gpus(self, view: ClusterView) -> Iterator[Decision]:
+        """An event round: steps 1–4 over queued jobs on the GPUs no group holds."""
+        free = physical_free(view, [placement for placement, _ in self._groups_in_use(view)])
+        capacity = sum(free.values())
+        if capacity <= 0:
+            return
+        queued = sorted(view.queue.values(), key=lambda j: self.priority(view, j))
+        kept = self._fitting_groups(view, queued, capacity)
+        yield from self._start(view, self._targets(view, kept, {}, free))
+
+    def _fitting_groups(self, view: ClusterView, ordered: list[JobView], capacity: int
+                        ) -> list[list[JobView]]:
+        """Steps 2–3 and the groups that fit `capacity` GPUs, in priority order."""
+        groups = self.plan_groups(view, self.select(view, ordered, capacity), capacity)
+        kept: list[list[JobView]] = []
+        budget = capacity
+        for group in groups:
+            gpus = group[0].spec.num_gpus
+            pinned = any(j.status == JobStatus.RUNNING and not j.spec.preemptible for j in group)
+            if gpus <= budget or pinned:
+                budget -= gpus
+                kept.append(group)
+        return kept
+
+    def _groups_in_use(self, view: ClusterView) -> dict[tuple[Placement, int], list[str]]:
+        """Running jobs by group. Two groups may hold identical slot tuples on one server
+        (slots name no GPU indices), so a group is its placement plus the token it was given."""
+        in_use: dict[tuple[Placement, int], list[str]] = {}
+        for job in view.running.values():
+            token = self._group_of.get(job.job_id, -1)
+            in_use.setdefault((job.placement, token), []).append(job.job_id)
+        return in_use
+
+    def _targets(
+        self, view: ClusterView, kept: list[list[JobView]],
+        claimed: dict[int, tuple[Placement, int]], free: dict[str, int],
+    ) -> dict[str, tuple[tuple[Placement, int], float]]:
+        """Each member's (placement, token) and share; groups not in `claimed` are placed
+        best-fit into `free`, largest first (§5), and those that do not fit wait."""
+        for index in sorted(range(len(kept)), key=lambda i: -kept[i][0].spec.num_gpus):
             if index in claimed:
                 continue
             spec = kept[index][0].spec
@@ -295,19 +372,16 @@ class Muri(Policy):
             if placement is not None:
                 self._next_token += 1
                 claimed[index] = (placement, self._next_token)
-
         target: dict[str, tuple[tuple[Placement, int], float]] = {}
         for index, group in enumerate(kept):
             if index in claimed:
                 for job_id, share in self.group_share(group).items():
                     target[job_id] = (claimed[index], share)
-        for slot, job_ids in in_use.items():
-            for job_id in job_ids:
-                goal = target.get(job_id)
-                if goal is None or goal[0] != slot:
-                    if view.job(job_id).spec.preemptible:
-                        self._group_of.pop(job_id, None)
-                        yield Preempt(job_id)
+        return target
+
+    def _start(self, view: ClusterView, target: dict[str, tuple[tuple[Placement, int], float]]
+               ) -> Iterator[Decision]:
+        """Launch the queued members of `target` and set every member's share."""
         for job_id, ((placement, token), share) in target.items():
             job = view.job(job_id)
             self._group_of[job_id] = token
@@ -332,11 +406,7 @@ class MuriS(Muri):
 class MuriL(Muri):
     name = "muri-l"
     description = "Muri with 2D-LAS priority (durations unknown): interleaves jobs on GPUs."
-    params = (
-        *Muri.params,
-        Param("thresholds", str, "500,10000", "2D-LAS queue boundaries in GPU-seconds"),
-        Param("promote_knob", float, 8.0, "promote when wait > knob × run time; 0 = off"),
-    )
+    params = (*Muri.params, *LAS_QUEUE_PARAMS)  # Tiresias' queue defaults, one definition
     thresholds: str
     promote_knob: float
 

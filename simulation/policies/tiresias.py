@@ -4,6 +4,13 @@ A job's priority queue is set by its attained service (GPU-seconds): below the f
 threshold it is in queue 0 (highest), and so on; EDL used three queues split at 500 and
 10,000 GPU·s. Preemptive: a higher queue's job takes GPUs from lower queues' jobs.
 
+The queue defaults (`LAS_QUEUE_PARAMS`: EDL's thresholds, promotion off) are shared with
+Muri-L, whose priority is this 2D-LAS, so comparing the two compares policies, not settings.
+Tiresias' own simulator defaults to three queues split at 3,250 and 7,200 GPU·s
+(SymbioticLab/Tiresias@959f9b0 `simulator/jobs.py:102-104`, as does Muri's copy of it), the
+"default hyper-parameters in the open-source code" Muri §6 ran: set `thresholds=3250,7200`
+on both policies to reproduce Muri's comparison.
+
 Choices, following the authors' simulator (SymbioticLab/Tiresias `run_sim.py`, `dlas`):
 - Inside a queue, running jobs come before waiting ones (the simulator moves pending jobs
   to the back of their queue after each round), then submit order. Without this, two jobs
@@ -28,16 +35,18 @@ from simulation.policies.ordering import QueueOrder, schedule_by_priority
 from simulation.state import JobStatus
 from simulation.view import ClusterView, JobView
 
+LAS_QUEUE_PARAMS: tuple[Param, ...] = (
+    Param("thresholds", str, "500,10000", "queue boundaries in GPU-seconds, ascending"),
+    Param("promote_knob", float, 0.0, "promote when wait ≥ knob × run time; 0 = off"),
+)
+
 
 @register
 class Tiresias(Policy):
     name = "tiresias"
     description = "Discretised two-dimensional least-attained-service (2D-LAS); preemptive."
     paper = "Tiresias NSDI'19 §4.2; EDL §6.1 parameters"
-    params = (
-        Param("thresholds", str, "500,10000", "queue boundaries in GPU-seconds, ascending"),
-        Param("promote_knob", float, 0.0, "promote when wait ≥ knob × run time; 0 = off"),
-    )
+    params = LAS_QUEUE_PARAMS
     interval = None  # woken when a job crosses a threshold or becomes due for promotion
     thresholds: str
     promote_knob: float
