@@ -4,7 +4,8 @@ A DL job iterates over stages that each load one resource (storage IO, CPU, GPU,
 Jobs interleaved on the same GPUs shift their stages so that, in every phase of a group
 iteration, each job uses a different resource; a barrier ends each phase (§4.1, Figure 4).
 
-**Group iteration time** (Eq. 3): with job i shifted by s_i phases,
+**Group iteration time** (Eq. 3; for three-stage profiles over four resource types, the
+pipeline model below): with job i shifted by s_i phases,
 ``T = Σ_j max_i t_i[(j + s_i) mod k]`` over k resource types. Eq. 3 writes s_i = i for the
 jobs in some order; we enumerate every assignment of *distinct* shifts (job 0 pinned at 0:
 rotating all shifts only relabels the phases), which contains each permutation Eq. 3 names
@@ -25,10 +26,49 @@ iteration time at 16 GPUs from Muri's traces (the ``iteration_time`` column of
   A2C's (CPU-bound RL): Table 3 pairs each with the same bottleneck, Table 1 omits them.
 - A single-GPU job has no gradient synchronisation, so its network stage is 0.
 
-Profiles with fewer stages than the k resource types are padded with zero stages (a type
-the profile does not list is one the job leaves idle) so three-stage trace profiles can form
-groups of up to four jobs, as Muri's evaluation does. Jobs with neither a profile nor a
-known model are not grouped: they run alone.
+Jobs with neither a profile nor a known model are not grouped: they run alone.
+
+**Three-stage profiles over four resource types** (data d, GPU g, network n; the pipeline
+model). Muri's simulator does not pad these: when ``multi_resource == 4`` and the first job
+has three stages it times every ordering with a recursion over phase boundaries
+(Rivendile/Muri@4e69a78 ``simulator/matching.py:67-83``; the same loop for the worst ordering
+at :104-120), in which a job's data stage spans two consecutive phases (storage IO, then
+CPU) and its GPU and network stages one phase each. We render it as follows. The jobs sit in
+slots 0-3 (slot indices mod 4, empty slots contribute nothing); phase m runs from boundary
+f_{m-1} to f_m, f_0 = 0, and in it the job in slot m syncs, the job in slot m+1 computes and
+the job in slot m+2 finishes loading the data it began at f_{m-2}::
+
+    f_m = max(f_{m-1} + n[slot m], f_{m-1} + g[slot m+1], f_{m-2} + d[slot m+2])   m = 1..8
+
+(no data term at m = 1). The period T is f_m - f_{m-4} at the first m in 5..8 where it equals
+f_{m-1} - f_{m-5} within 0.1 % (``math.isclose``, rel_tol 1e-3: the steady state), else
+f_8 - f_4. Two data stages overlap in every phase (one job's first half, another's second),
+so data-bound jobs gain from grouping as they cannot with zero-padded stages under Eq. 3.
+What it computes:
+
+- up to three jobs (slot 3 empty): no stage crosses f_4, so the check holds at m = 5 and
+  T = f_4, one cycle from a common start. Jobs a, b in slots 0, 1:
+  ``T = max(d_a + g_a, n_b + d_b) + max(n_a, g_b)`` (a loads and computes while b syncs and
+  loads, then a syncs while b computes). Jobs a, b, c in slots 0, 1, 2: f_1 = max(n_b, g_c),
+  f_2 = max(f_1 + n_c, d_a), f_3 = max(f_2 + g_a, f_1 + d_b),
+  ``T = f_4 = max(f_3 + max(n_a, g_b), f_2 + d_c)``;
+- two jobs two slots apart (matching.py:94-98, written out there; the recursion with slots
+  0 and 2 gives the same up to rounding in the last bit):
+  ``T = max(d_a, g_b + n_b) + max(d_b, g_a + n_a)``, each job loads while the other computes
+  and syncs;
+- four jobs: slot 3's data stage crosses f_4 and the recursion runs until the span repeats;
+  four alike (d, g, n) with d >= 2 max(g, n) give T = 2d, where Eq. 3 over zero-padded stages
+  gives 4d.
+
+The best ordering is the first minimum over every permutation of the jobs over slots
+0..n-1 (in ``itertools.permutations`` order) and, for two jobs, then the gapped one; the worst
+the first maximum over the same (matching.py:63-135). An ordering is the tuple of each job's
+slot. γ is busy resource-time over 4T as with Eq. 3 (matching.py:177-183). Other profiles
+(as many stages as resource types, e.g. the model table's four) keep Eq. 3, and those with
+fewer are padded with idle (zero) stages for it. Choices of ours: a group mixing three-stage
+with other profiles is padded and timed by Eq. 3 (the simulator looks at its first job only
+and never mixes); three jobs are not tried in gapped slots (0, 1, 3), as it does not; an
+all-zero group has period 0 (the simulator asserts a positive one).
 
 **Profiling noise** (§6.4, Fig. 14): the scheduler sees each stage multiplied by a factor
 drawn uniformly from [1 − n, 1 + n]; the rates it sets use the true profile with the
@@ -42,19 +82,21 @@ only when the merged group would not exceed `max_group` jobs and interleaving be
 the members one after another: group time times the interleaving overhead of its size
 (`GroupingConfig.overhead`) < sum of solo iteration times, as Muri's simulator unpacks such
 groups (its default `autopack`, Rivendile/Muri@4e69a78 `simulator/run_sim.py:89,1097-1103`).
-The edge weight is γ without the overhead, as that simulator weighs edges
-(`simulator/matching.py:167-168` returns before applying it). Blossom is
-O(V³) in networkx's pure Python: up to `exact_limit` nodes per bucket the graph is complete
-(exact); above it each node keeps edges to `sparse_degree` nodes of every class of similar jobs
-(resource shares rounded to tenths), chosen by rotation so that identical jobs do not all
-court the same partners.
+The edge weight is Eq. 4's γ without the overhead. (Muri's simulator weighs edges with
+`calc_used_ratio`, `simulator/matching.py:599` and :177-183, whose iteration time carries the
+overhead, :169-174; its overhead-free `calc_weight`, :185, is commented out at :598. Both pick
+the same pairs when every merge a round considers makes groups of one size, as in the first
+round.) Blossom is O(V³) in networkx's pure Python: up to `exact_limit` nodes per bucket the
+graph is complete (exact); above it each node keeps edges to `sparse_degree` nodes of every
+class of similar jobs (resource shares rounded to tenths), chosen by rotation so that
+identical jobs do not all court the same partners.
 """
 
 from __future__ import annotations
 
 import math
 import random
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import permutations
@@ -131,12 +173,103 @@ def pad_stages(stages: Sequence[float], k: int) -> tuple[float, ...]:
     return (*stages, *(0.0,) * (k - len(stages)))
 
 
+PIPELINE_STAGES = 3  # data, GPU, network: the stages of Muri's traces
+PIPELINE_SLOTS = 4  # the resource types the pipeline model interleaves them over
+
+
+def is_pipeline_group(stage_counts: Iterable[int], resource_types: int) -> bool:
+    """Whether jobs with these stage counts are timed by the pipeline model (module docstring)
+    rather than by Eq. 3: every one has three stages and there are four resource types."""
+    return resource_types == PIPELINE_SLOTS and all(n == PIPELINE_STAGES for n in stage_counts)
+
+
+def _pipeline_recursion(occupants: Sequence[np.ndarray | None]) -> np.ndarray:
+    """The pipeline model's period (matching.py:67-83), elementwise over broadcast groups.
+
+    `occupants[s]` holds the (d, g, n) rows, shape (..., 3), of the job in slot s, or None
+    for an empty slot; a row of -inf is empty too. Every boundary f_1..f_8 is computed (the
+    simulator stops at the steady state, which changes nothing before it).
+    """
+    shape = np.broadcast_shapes(*(o.shape[:-1] for o in occupants if o is not None))
+    f = [np.zeros(shape)]
+    for m in range(1, 2 * PIPELINE_SLOTS + 1):
+        end = np.zeros(shape)
+        network, gpu, data = (occupants[(m + offset) % PIPELINE_SLOTS] for offset in range(3))
+        if network is not None:
+            end = np.maximum(end, f[m - 1] + network[..., 2])
+        if gpu is not None:
+            end = np.maximum(end, f[m - 1] + gpu[..., 1])
+        if data is not None and m >= 2:
+            end = np.maximum(end, f[m - 2] + data[..., 0])
+        f.append(end)
+    period = f[8] - f[4]
+    for m in range(8, 4, -1):  # so that the first steady m wins
+        span, previous = f[m] - f[m - 4], f[m - 1] - f[m - 5]
+        steady = np.abs(span - previous) <= 1e-3 * np.maximum(np.abs(span), np.abs(previous))
+        period = np.where(steady, span, period)
+    return period
+
+
+@lru_cache(maxsize=8)
+def _pipeline_orderings(jobs: int) -> tuple[tuple[int, ...], ...]:
+    """Each job's slot, for every ordering Muri's simulator tries, in its order."""
+    orderings = []
+    for in_slot in permutations(range(jobs)):  # in_slot[s]: the job in slot s
+        slots = [0] * jobs
+        for slot, job in enumerate(in_slot):
+            slots[job] = slot
+        orderings.append(tuple(slots))
+    if jobs == 2:
+        orderings.append((0, 2))  # matching.py:94-98
+    return tuple(orderings)
+
+
+def _slot_table(stages: Sequence[Sequence[float]], orderings: Sequence[Sequence[int]]
+                ) -> list[np.ndarray]:
+    """Per slot, the (orderings, 3) rows of its job under each ordering (-inf: empty)."""
+    table = np.full((len(orderings), PIPELINE_SLOTS, PIPELINE_STAGES), -np.inf)
+    for index, slots in enumerate(orderings):
+        for job, slot in zip(stages, slots, strict=True):
+            table[index, slot] = job
+    return [table[:, slot] for slot in range(PIPELINE_SLOTS)]
+
+
+def pipeline_period(stages: Sequence[Sequence[float]], slots: Sequence[int]) -> float:
+    """The pipeline model's iteration time of three-stage jobs, job i in slot `slots[i]`."""
+    return float(_pipeline_recursion(_slot_table(stages, [slots]))[0])
+
+
+@lru_cache(maxsize=4096)
+def _pipeline_extreme(stages: tuple[tuple[float, ...], ...], worst: bool
+                      ) -> tuple[float, tuple[int, ...]]:
+    """`group_iteration_time` under the pipeline model, cached by profile."""
+    orderings = _pipeline_orderings(len(stages))
+    periods = _pipeline_recursion(_slot_table(stages, orderings))
+    index = int(np.argmax(periods) if worst else np.argmin(periods))  # the first extreme
+    return float(periods[index]), orderings[index]
+
+
 def iteration_time_for_shifts(stages: Sequence[Sequence[float]], shifts: Sequence[int]) -> float:
     """Eq. 3 for a given ordering: job i runs stage (j + shifts[i]) mod k in phase j."""
     k = len(stages[0])
     return float(sum(
         max(job[(j + s) % k] for job, s in zip(stages, shifts, strict=True)) for j in range(k)
     ))
+
+
+def iteration_time_for_ordering(
+    stages: Sequence[Sequence[float]], ordering: Sequence[int], *,
+    resource_types: int | None = None,
+) -> float:
+    """A group's iteration time under `ordering` as `group_iteration_time` returned it.
+
+    `resource_types` (default: the longest profile's stage count) picks the model: the
+    pipeline for three-stage profiles over four types, else Eq. 3 over zero-padded stages.
+    """
+    k = resource_types or max(len(job) for job in stages)
+    if len(stages) > 1 and is_pipeline_group((len(job) for job in stages), k):
+        return pipeline_period(stages, ordering)
+    return iteration_time_for_shifts([pad_stages(job, k) for job in stages], ordering)
 
 
 @lru_cache(maxsize=64)
@@ -146,30 +279,37 @@ def _shift_assignments(jobs: int, k: int) -> tuple[tuple[int, ...], ...]:
 
 
 def group_iteration_time(
-    stages: Sequence[Sequence[float]], *, worst: bool = False
+    stages: Sequence[Sequence[float]], *, worst: bool = False, resource_types: int | None = None
 ) -> tuple[float, tuple[int, ...]]:
-    """The best (or worst) ordering's iteration time (Eq. 3) and its shifts.
+    """The best (or worst) ordering's iteration time and the ordering.
 
-    `stages` holds one equal-length stage tuple per job; a group cannot hold more jobs than
-    resource types (two jobs would share a resource in some phase).
+    `stages` holds one stage tuple per job; `resource_types` (default: the longest profile's
+    stage count) picks the model as in `iteration_time_for_ordering`. Under Eq. 3 the ordering
+    is each job's phase shift, under the pipeline model its slot. A group cannot hold more
+    jobs than resource types (two jobs would share a resource in some phase).
     """
     if len(stages) == 1:
         return float(sum(stages[0])), (0,)
-    k = len(stages[0])
+    k = resource_types or max(len(job) for job in stages)
     if len(stages) > k:
         raise ValueError(f"{len(stages)} jobs cannot interleave over {k} resource types")
+    if is_pipeline_group((len(job) for job in stages), k):
+        return _pipeline_extreme(tuple(tuple(map(float, job)) for job in stages), worst)
+    padded = [pad_stages(job, k) for job in stages]
     pick = max if worst else min
     return pick(
-        ((iteration_time_for_shifts(stages, shifts), shifts)
+        ((iteration_time_for_shifts(padded, shifts), shifts)
          for shifts in _shift_assignments(len(stages), k)),
         key=lambda pair: pair[0],
     )
 
 
-def interleaving_efficiency(stages: Sequence[Sequence[float]], *, worst: bool = False) -> float:
+def interleaving_efficiency(
+    stages: Sequence[Sequence[float]], *, worst: bool = False, resource_types: int | None = None
+) -> float:
     """γ of a group under its best (or worst) ordering (Eqs. 2 and 4)."""
-    period, _ = group_iteration_time(stages, worst=worst)
-    k = len(stages[0])
+    period, _ = group_iteration_time(stages, worst=worst, resource_types=resource_types)
+    k = resource_types or max(len(job) for job in stages)
     busy = sum(sum(job) for job in stages)
     return busy / (k * period) if period > 0 else 0.0
 
@@ -181,9 +321,11 @@ def interleaving_efficiency(stages: Sequence[Sequence[float]], *, worst: bool = 
 class Bucket:
     """Jobs that may share GPUs with each other (same GPU count and constraints).
 
-    `stages[i]` is job i's (believed, padded) stage row and `solo[i]` its own iteration
-    time; `ranks[i]` its position in the priority order (lower first); `groupable[i]` is
-    False for a job that must run alone.
+    `stages[i]` is job i's (believed) stage row, padded to the k resource types, and
+    `solo[i]` its own iteration time; `ranks[i]` its position in the priority order (lower
+    first); `groupable[i]` is False for a job that must run alone. `stage_counts[i]` is how
+    many stages job i's profile has before padding (None: k for every job), which picks the
+    timing model of each merge (`is_pipeline_group`).
     """
 
     gpus: int
@@ -191,6 +333,7 @@ class Bucket:
     solo: np.ndarray
     ranks: list[int]
     groupable: list[bool]
+    stage_counts: list[int] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,6 +375,19 @@ def _merge_periods(a: np.ndarray, b: np.ndarray, worst: bool) -> np.ndarray:
     return best
 
 
+def _merge_pipeline_periods(a: np.ndarray, b: np.ndarray, worst: bool) -> np.ndarray:
+    """`_merge_periods` under the pipeline model: `a` is (na, p, 3) and `b` (nb, q, 3)."""
+    p = a.shape[1]
+    best = np.full((a.shape[0], b.shape[0]), -np.inf if worst else np.inf)
+    for slots in _pipeline_orderings(p + b.shape[1]):
+        occupants: list[np.ndarray | None] = [None] * PIPELINE_SLOTS
+        for job, slot in enumerate(slots):
+            occupants[slot] = a[:, job, None, :] if job < p else b[None, :, job - p, :]
+        period = _pipeline_recursion(occupants)
+        best = np.maximum(best, period) if worst else np.minimum(best, period)
+    return best
+
+
 def _edge_weights(
     bucket: Bucket, groups: list[list[int]], config: GroupingConfig
 ) -> np.ndarray:
@@ -239,21 +395,26 @@ def _edge_weights(
     n = len(groups)
     k = bucket.stages.shape[1]
     weights = np.zeros((n, n))
-    sizes = np.array([len(g) for g in groups])
     busy = np.array([bucket.stages[g].sum() for g in groups])
     solo = np.array([bucket.solo[g].sum() for g in groups])
     open_ = np.array([all(bucket.groupable[i] for i in g) for g in groups])
-    by_size: dict[int, list[int]] = {}
-    for node, size in enumerate(sizes):
+    counts = bucket.stage_counts or [k] * len(bucket.solo)
+    by_kind: dict[tuple[int, bool], list[int]] = {}  # (size, pipeline model) -> nodes
+    for node, group in enumerate(groups):
         if open_[node]:
-            by_size.setdefault(int(size), []).append(node)
-    for p, nodes_a in by_size.items():
-        for q, nodes_b in by_size.items():
-            if p > q or p + q > config.max_group or p + q > k:
+            pipeline = is_pipeline_group((counts[i] for i in group), k)
+            by_kind.setdefault((len(group), pipeline), []).append(node)
+    for (p, pipeline_a), nodes_a in by_kind.items():
+        for (q, pipeline_b), nodes_b in by_kind.items():
+            if (p, pipeline_a) > (q, pipeline_b) or p + q > config.max_group or p + q > k:
                 continue
             a = np.stack([bucket.stages[groups[i]] for i in nodes_a])
             b = np.stack([bucket.stages[groups[i]] for i in nodes_b])
-            period = _merge_periods(a, b, config.worst_ordering)
+            if pipeline_a and pipeline_b:
+                period = _merge_pipeline_periods(
+                    a[..., :PIPELINE_STAGES], b[..., :PIPELINE_STAGES], config.worst_ordering)
+            else:
+                period = _merge_periods(a, b, config.worst_ordering)
             ia, ib = np.ix_(nodes_a, nodes_b)
             gamma = (busy[ia] + busy[ib]) / (k * np.maximum(period, 1e-12))
             useful = period * config.overhead_for(p + q) < solo[ia] + solo[ib]

@@ -39,7 +39,9 @@ A full regroup:
 
 **Rates.** Members of a group share one placement and each completes one iteration per group
 iteration, so a member runs at ``share = min(1, solo iteration time / (T_group × o_n))``
-where T_group is Eq. 3 under the chosen ordering on the *true* profile and o_n the
+where T_group is the group's iteration time under the chosen ordering on the *true* profile
+(Eq. 3, or for three-stage profiles over four resource types, as in Muri's traces, the
+pipeline model of Muri's simulator; see `simulation.interleaving`) and o_n the
 interleaving overhead of an n-job group. The ordering and the grouping use profiles with
 `profiling_noise`. A job alone gets share 1.
 
@@ -70,7 +72,7 @@ from simulation.interleaving import (
     Bucket,
     GroupingConfig,
     group_iteration_time,
-    iteration_time_for_shifts,
+    iteration_time_for_ordering,
     job_profile,
     multi_round_grouping,
     noisy_stages,
@@ -164,13 +166,13 @@ class Muri(Policy):
     # -- profiles ----------------------------------------------------------------------------
 
     def profile(self, job: JobView) -> tuple[tuple[float, ...], tuple[float, ...], float] | None:
-        """(true stages, believed stages, solo iteration time), padded; None = ungroupable."""
+        """(true stages, believed stages, solo iteration time); None = ungroupable."""
         if job.job_id not in self._profiles:
             profile = job_profile(job.spec)
             if profile is None or len(profile.stage_seconds) > self.resource_types:
                 self._profiles[job.job_id] = None
             else:
-                true = pad_stages(profile.stage_seconds, self.resource_types)
+                true = tuple(profile.stage_seconds)
                 rng = random.Random(f"{self._noise_seed}:{job.job_id}")
                 believed = noisy_stages(true, self.profiling_noise, rng)
                 solo = solo_iteration_seconds(job.spec, profile)
@@ -192,9 +194,11 @@ class Muri(Policy):
     def _compute_shares(self, members: list[JobView]) -> dict[str, float]:
         profiles = [self.profile(m) for m in members]
         believed = [p[1] for p in profiles if p is not None]
-        _, shifts = group_iteration_time(believed, worst=self.config.worst_ordering)
+        _, ordering = group_iteration_time(believed, worst=self.config.worst_ordering,
+                                           resource_types=self.resource_types)
         true = [p[0] for p in profiles if p is not None]
-        period = iteration_time_for_shifts(true, shifts) * self.config.overhead_for(len(members))
+        period = iteration_time_for_ordering(true, ordering, resource_types=self.resource_types)
+        period *= self.config.overhead_for(len(members))
         return {
             m.job_id: min(1.0, p[2] / period) if period > 0 else 1.0
             for m, p in zip(members, profiles, strict=True) if p is not None
@@ -283,16 +287,20 @@ class Muri(Policy):
     def _bucket(self, key: BucketKey, jobs: list[JobView]) -> Bucket:
         rows = []
         solo = []
+        counts = []
         for job in jobs:
             profile = self.profile(job)
-            rows.append(profile[1] if profile else (0.0,) * self.resource_types)
+            believed = profile[1] if profile else ()
+            rows.append(pad_stages(believed, self.resource_types))
             solo.append(profile[2] if profile else 0.0)
+            counts.append(len(believed) if profile else self.resource_types)
         return Bucket(
             gpus=key[0],
             stages=np.array(rows, dtype=float),
             solo=np.array(solo, dtype=float),
             ranks=list(range(len(jobs))),
             groupable=[self._groupable(j) for j in jobs],
+            stage_counts=counts,
         )
 
     def _regroup(self, view: ClusterView) -> Iterator[Decision]:

@@ -195,10 +195,12 @@ def test_four_complementary_jobs_share_one_gpu():
     assert {job.placement for job in sim.state.running.values()} == {(Slot("train-1", 1),)}
 
 
-# A GPU-bound and an IO-bound job (1 s solo iterations) padded to four stages,
-# (0.05, 0.9, 0.05, 0) and (0.9, 0.05, 0.05, 0): the best ordering runs the IO job's storage
-# stage during the GPU job's GPU stage, T_group = 0.9 + 3 × 0.05 = 1.05 s (Eq. 3).
-PAIR_PERIOD = 1.05
+# A GPU-bound and an IO-bound job (1 s solo iterations), three stages (data, GPU, network)
+# over four resource types, timed by Muri's simulator's pipeline (`simulation.interleaving`):
+# GPU-bound a in slot 0, IO-bound b in slot 1, T_group = max(d_a + g_a, n_b + d_b)
+# + max(n_a, g_b) = max(0.05 + 0.9, 0.05 + 0.9) + max(0.05, 0.05) = 1.0 s: each one's data
+# loading overlaps the other's GPU stage.
+PAIR_PERIOD = 1.0
 
 
 @pytest.mark.parametrize(("settings", "overhead"), [
@@ -217,14 +219,30 @@ def test_group_share_carries_the_interleaving_overhead(settings, overhead):
 
 @pytest.mark.parametrize(("settings", "running"), [({}, 1), ({"group_overhead": "none"}, 2)])
 def test_no_group_slower_with_its_overhead_than_its_members_in_turn(settings, running):
-    # Two IO-bound jobs overlap only their small stages: T_group = 0.9 + 0.05 + 0.9 + 0.05
-    # = 1.9 s < 2 s of solo iterations, but 1.9 × 1.33 = 2.53 s > 2 s, so with the overhead
-    # one job waits instead (as Muri's simulator unpacks such a group).
-    jobs = (_job(0, IO_BOUND), _job(1, IO_BOUND))
+    # Two GPU-bound jobs overlap only their small stages (pipeline model, either in slot 0):
+    # T_group = max(0.05 + 0.9, 0.05 + 0.05) + max(0.05, 0.9) = 1.85 s < 2 s of solo
+    # iterations (two slots apart: 2 × max(0.05, 0.95) = 1.9 s), but 1.85 × 1.33 = 2.46 s
+    # > 2 s, so with the overhead one job waits instead (as Muri's simulator unpacks such a
+    # group).
+    jobs = (_job(0, GPU_BOUND), _job(1, GPU_BOUND))
     sim = Simulation(_cluster(1, 1), Workload(jobs), create_policy("muri-s", settings),
                      config=EngineConfig(max_time=0.0))
     sim.run()
     assert len(sim.state.running) == running
+
+
+def test_two_io_bound_jobs_share_a_gpu_by_overlapping_their_data_loading():
+    # Three-stage profiles over four resource types: the pipeline model lets one job's data
+    # loading overlap the other's (slots 0 and 1): T_group = max(0.9 + 0.05, 0.05 + 0.9)
+    # + max(0.05, 0.05) = 1.0 s, and 1.0 × 1.33 < 2 s of solo iterations, so they group
+    # with the overhead and run at 1 / 1.33 each. (Padded to four stages, Eq. 3 gives
+    # 1.9 s, 1.9 × 1.33 > 2 s, and one would wait.)
+    jobs = (_job(0, IO_BOUND), _job(1, IO_BOUND))
+    sim = Simulation(_cluster(1, 1), Workload(jobs), create_policy("muri-s"),
+                     config=EngineConfig(max_time=0.0))
+    sim.run()
+    shares = [job.share for job in sim.state.running.values()]
+    assert shares == pytest.approx([1.0 / (1.0 * 1.33)] * 2)  # solo 1 s / (T_group × o_2)
 
 
 @pytest.mark.parametrize("setting", ["", "1.33,x", "0,1.5"])

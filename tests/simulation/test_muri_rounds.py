@@ -28,9 +28,11 @@ def test_arrivals_start_on_free_gpus_at_once_grouped_among_themselves():
     assert (first.first_start, first.share, first.preemptions) == (0.0, 1.0, 0)
     assert second.first_start == third.first_start == 100.0
     assert group_of["j1"] == group_of["j2"] != group_of["j0"]
-    # Eq. 3: j2's storage stage (0.7) runs during j1's GPU stage (0.9); the other phases
-    # hold j2's CPU 0.25 and two 0.05 stages: T_group = 0.9 + 0.25 + 0.05 + 0.05 = 1.25 s.
-    share = 1.0 / (1.25 * 1.33)  # solo 1 s / (T_group × the 2-job overhead)
+    # The authors' 3-stage pipeline (interleaving.pipeline_period), j1 = (d 0.05, g 0.9,
+    # n 0.05) in slot 0 and j2 = (0.7, 0.25, 0.05) in slot 1: T = max(d1 + g1, n2 + d2)
+    # + max(n1, g2) = max(0.95, 0.75) + max(0.05, 0.25) = 1.2 s, the best of the orderings
+    # (the other gives 1.85, the gapped one 1.25).
+    share = 1.0 / (1.2 * 1.33)  # solo 1 s / (T_group × the 2-job overhead)
     assert second.share == third.share == pytest.approx(share)
 
 
