@@ -84,10 +84,12 @@ def run_simulation(
 ) -> RunResult:
     policy_params, engine_settings = split_settings(policy, settings or {})
     config = engine_config(engine_settings, seed=seed, policy=policy)
+    scheduler = create_policy(policy, policy_params, seed=seed)
+    scheduler.check_inputs(cluster, workload)
     sim = Simulation(
         cluster,
         workload,
-        create_policy(policy, policy_params, seed=seed),
+        scheduler,
         config=config,
         inference_load=inference_load,
         progress=progress,

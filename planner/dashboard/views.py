@@ -147,13 +147,19 @@ def run_list(request: HttpRequest) -> HttpResponse:
 
 @login_required
 def scenario_compare(request: HttpRequest, scenario_id: int) -> HttpResponse:
-    """Every chart for one seed of a scenario; the query string reopens the same view."""
+    """Every chart for one seed of a scenario; the query string reopens the same view.
+
+    A policy whose run failed is listed with its error in the summary and above the charts,
+    which plot the finished runs only.
+    """
     scenario = _scenario_or_404(scenario_id)
     notices: list[str] = []
-    seeds = selectors.scenario_seeds_with_results(scenario=scenario)
+    seeds = selectors.scenario_seeds_finished(scenario=scenario)
     seed = _choice_int(request, "seed", seeds, notices)
-    compared = selectors.scenario_comparison_runs(scenario=scenario, seed=seed) \
+    outcomes = selectors.scenario_comparison_runs(scenario=scenario, seed=seed) \
         if seed is not None else []
+    compared = [c for c in outcomes if not c.failed]
+    failed = [c for c in outcomes if c.failed]
     labels = [c.label for c in compared]
     wanted = request.GET.getlist("policy")
     unknown = [p for p in wanted if p not in labels]
@@ -168,16 +174,21 @@ def scenario_compare(request: HttpRequest, scenario_id: int) -> HttpResponse:
         baseline = chosen[0].label
     results = [_policy_result(c) for c in chosen]
     charts = figures.comparison_charts(results, baseline=baseline if len(results) > 1 else None)
-    colors = figures.policy_colors(labels)
+    colors = figures.policy_colors([c.label for c in outcomes])
     speedup = figures.speedup_table(results, baseline=baseline) if len(results) > 1 else {}
     rows = [{"label": c.label, "run": c.run, "color": colors[c.label],
              "values": [_lookup(r.summary, path) for path, _ in SUMMARY_COLUMNS],
              "speedup": speedup.get(c.label)} for c, r in zip(chosen, results, strict=True)]
+    rows += [{"label": c.label, "run": c.run, "color": colors[c.label], "error": c.error}
+             for c in failed]
     active = scenario_selectors.scenario_list().filter(pk=scenario.pk).first()
     return render(request, "dashboard/compare.html", {
         "scenario": scenario, "seeds": seeds, "seed": seed, "labels": labels,
         "chosen": [c.label for c in chosen], "baseline": baseline, "rows": rows,
         "columns": [title for _, title in SUMMARY_COLUMNS], "colors": colors,
+        "speedup": bool(speedup), "error_span": len(SUMMARY_COLUMNS) + 2 * bool(speedup),
+        "failed": failed,
+        "settings": selectors.comparison_settings([r.summary for r in results]),
         "charts": chart_payloads(charts), "notices": notices,
         "runs_active": active.runs_active if active else 0,
         "filename_prefix": f"scenario-{scenario.pk}-seed-{seed}", "nav": "scenarios",

@@ -162,11 +162,19 @@ class WorkloadUploadApi(APIView):
 
 
 class ScenarioLaunchApi(APIView):
-    """Create one run per policy x seed of the scenario (identical earlier runs are reused)."""
+    """Create one run per policy x seed of the scenario (identical earlier runs are reused).
+
+    A scenario with a policy that cannot run on its inputs is refused (400, naming the
+    policy's entry and the reason) and no run is created.
+    """
 
     @extend_schema(request=None, responses={201: RunOutputSerializer(many=True)})
     def post(self, request: Request, scenario_id: int) -> Response:
-        runs = services.scenario_launch(scenario=_get(Scenario, scenario_id))
+        scenario = _get(Scenario, scenario_id)
+        try:
+            runs = services.scenario_launch(scenario=scenario)
+        except InputError as exc:
+            raise _bad_input(exc, "policies") from None
         return Response(RunOutputSerializer(runs, many=True).data,
                         status=status.HTTP_201_CREATED)
 

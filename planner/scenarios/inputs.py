@@ -4,7 +4,8 @@ Everything a run computes from is gathered here: the cluster spec, the workload 
 file parsed again, or the generator re-run with its seed), the inference load sized to the
 cluster's inference pools, the sweep variant applied on top, and the settings. The content
 hash covers all of it plus a fingerprint of the simulator's source, so a changed engine never
-reuses an old result.
+reuses an old result. The same inputs are shown to each policy before a scenario is saved or
+launched, so one that cannot run on them is refused up front instead of failing in a worker.
 """
 
 from __future__ import annotations
@@ -14,10 +15,12 @@ import functools
 import hashlib
 import json
 import random
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from planner.clusters.models import Cluster
 from planner.clusters.services import cluster_spec_dict, cluster_to_spec
 from planner.scenarios.models import (
     InferenceLoadKind,
@@ -29,6 +32,8 @@ from planner.scenarios.models import (
 from simulation.errors import InputError
 from simulation.model import ClusterSpec, InferenceLoad, JobSpec, PoolKind
 from simulation.model import Workload as SimWorkload
+from simulation.policies.base import create_policy
+from simulation.runner import split_settings
 from simulation.workloads import (
     GeneratorSpec,
     generate_inference_load,
@@ -170,6 +175,31 @@ def run_inputs(*, run: Run) -> RunInputs:
                                       seed=run.seed)
     load = inference_load_to_simulation(profile=scenario.inference_load, cluster=cluster)
     return RunInputs(cluster=cluster, workload=workload, inference_load=load)
+
+
+def policies_check_inputs(*, cluster: Cluster, workload: Workload,
+                          policies: Sequence[Mapping[str, Any]],
+                          engine_settings: Mapping[str, Any]) -> None:
+    """Refuse a policy that cannot run on the scenario's cluster and workload.
+
+    Each `{policy, params}` entry is built as its runs would build it, with the scenario's
+    shared settings under its own (so parameter values the policy rejects are refused too),
+    and asked `Policy.check_inputs`; the InputError names the entry, `policies[i]`, and its
+    message the policy and the reason.
+    """
+    spec = cluster_to_spec(cluster=cluster)
+    loaded = workload_to_simulation(workload=workload)
+    for i, entry in enumerate(policies):
+        where = f"policies[{i}]"
+        try:
+            params, _ = split_settings(entry["policy"],
+                                       {**engine_settings, **(entry.get("params") or {})})
+            create_policy(entry["policy"], params).check_inputs(spec, loaded)
+        except InputError as exc:
+            field = where if exc.field in (None, "policy") else f"{where}.{exc.field}"
+            raise InputError(exc.message, field=field) from None
+        except ValueError as exc:  # a constructor refusing a value, e.g. themis' lease <= 0
+            raise InputError(f"{entry['policy']}: {exc}", field=where) from None
 
 
 def run_content_hash(*, cluster: ClusterSpec, workload: Workload,

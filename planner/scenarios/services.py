@@ -37,6 +37,7 @@ from planner.scenarios.inputs import (
     INFERENCE_LOAD_PARAMS,
     VARIANT_AXES,
     generator_spec_from_dict,
+    policies_check_inputs,
     run_content_hash,
     run_inputs,
     sha256_json,
@@ -249,6 +250,8 @@ def scenario_create(*, name: str, cluster: Cluster, workload: Workload,
         _settings_check(policy=entry["policy"], settings={**engine_settings, **entry["params"]},
                         where=f"policies[{i}]")
     seeds = _seeds_check(seeds)
+    policies_check_inputs(cluster=cluster, workload=workload, policies=entries,
+                          engine_settings=engine_settings)
     if inference_load is not None:
         spec = cluster_to_spec(cluster=cluster)
         if not spec.pools_of_kind(PoolKind.INFERENCE):
@@ -336,6 +339,8 @@ def _run_reuse(*, run: Run) -> bool:
 @transaction.atomic
 def scenario_launch(*, scenario: Scenario) -> list[Run]:
     """One run per policy x seed; identical earlier runs are reused, the rest enqueued."""
+    policies_check_inputs(cluster=scenario.cluster, workload=scenario.workload,
+                          policies=scenario.policies, engine_settings=scenario.engine_settings)
     runs = [
         run_create(scenario=scenario, policy=entry["policy"], seed=seed, variant={},
                     settings={**scenario.engine_settings, **entry["params"]})

@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 
 from simulation.decisions import Decision, ReclaimPlan
 from simulation.errors import InputError
+from simulation.model import ClusterSpec, Workload
 from simulation.view import ClusterView
 
 _TRUE = {"1", "true", "yes", "on"}
@@ -87,6 +88,14 @@ class Policy:
         self.rng = rng or random.Random(0)
         for param in self.params:
             setattr(self, param.name, values.get(param.name, param.default))
+
+    def check_inputs(self, cluster: ClusterSpec, workload: Workload) -> None:
+        """Refuse, before anything runs or is saved, inputs this policy cannot run on.
+
+        Raises `InputError(..., field="policy")` whose message names the policy and why; the
+        default accepts everything (the engine itself refuses what no policy could run, such
+        as a job wider than the cluster).
+        """
 
     def schedule(self, view: ClusterView) -> Iterable[Decision]:
         raise NotImplementedError

@@ -14,9 +14,18 @@ with default parameters "for skewed datasets"; histogram boosting is the same fa
 balanced class weights, because a missed arrival (predicting none when jobs come) is what
 causes slowdowns, and early stopping on a 10% validation split (always on, not only above
 10,000 samples: the policy retrains online and full 100-round fits cost seconds each).
-A window whose training labels hold one class only is answered by that constant. In
-history, "expected" completions are the actual ones; online, the scheduler passes its
+In history, "expected" completions are the actual ones; online, the scheduler passes its
 estimates.
+
+Too little history to learn from: a window whose training samples hold fewer than
+`MIN_CLASS_SAMPLES` of either label (no samples, one label only, or a handful of arrivals
+in a quiet day) is answered by a constant instead of a classifier: "no" when samples exist
+and none of them saw an arrival, else "yes". Ten of each label is what the 10 % validation
+split of early stopping needs to hold out at least one of each; with fewer it scores on one
+label only, and a single member cannot be split at all (scikit-learn's "least populated
+class" error). "Yes" is the conservative answer (SIA §5.4 prefers a missed share to a slowdown):
+it reserves only NewLoadEstimate, the GPUs that recently arrived, and reserves nothing when
+no job arrived in the last `recent_windows` windows.
 
 NewLoadEstimate(pool, k) is a sliding maximum: the largest number of GPUs that arrived in
 the pool in any of the last `recent_windows` windows of k minutes.
@@ -36,6 +45,7 @@ HOUR = 3600.0
 DAY = 86400.0
 WINDOWS_MINUTES = (5.0, 60.0, 720.0)
 SAMPLE_STEP = 300.0  # one prediction every 5 minutes per pool, as in Figure 21
+MIN_CLASS_SAMPLES = 10  # fewer of either label: a constant answer (see the module docstring)
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,16 +178,17 @@ class WillJobsArrive:
 
     def fit(self, histories: Mapping[str, PoolHistory], start: float, end: float
             ) -> WillJobsArrive:
-        """Train on samples every `step` seconds in [start, end - window) of every pool."""
+        """Train on samples every `step` seconds in [start, end - window) of every pool
+        (a window with too little history gets a constant answer, as the module says)."""
         from sklearn.ensemble import HistGradientBoostingClassifier
 
         self._models.clear()
         self._constants.clear()
         for minutes in self.windows_minutes:
             features, labels = self._dataset(histories, start, end, minutes * 60.0)
-            classes = np.unique(labels)
-            if classes.size < 2:
-                self._constants[minutes] = int(classes[0]) if classes.size else 1
+            arrived = int(labels.sum())
+            if min(arrived, labels.size - arrived) < MIN_CLASS_SAMPLES:
+                self._constants[minutes] = int(labels.size == 0 or arrived > 0)
                 continue
             model = HistGradientBoostingClassifier(
                 class_weight="balanced", early_stopping=True, random_state=self.seed)

@@ -1,11 +1,12 @@
 """Shared mechanics of the SIA policies: queues and quotas, placement anywhere in the
 shared cluster, the no-sharing virtual clock and the logical resource-time plan (SIA §5.1).
 
-Queues are the cluster's `quota` pools (or, when it has none, every non-inference pool);
-a job belongs to the queue its `pool` names, and a job naming no queue belongs to the first
-one. GPUs are fungible across the physical cluster (SIA §5.1–5.3 assume so): a job may run
-on any server, its own queue's servers first. Durations are read at the reference speed;
-these policies assume one GPU type, as SIA's setup does.
+Queues are the cluster's `quota` pools (or, when it has none, every non-inference pool;
+a cluster with neither is refused before the run); a job belongs to the queue its `pool`
+names, and a job naming no queue belongs to the first one. GPUs are fungible across the
+physical cluster (SIA §5.1–5.3 assume so): a job may run on any server, its own queue's
+servers first. Durations are read at the reference speed; these policies assume one GPU
+type, as SIA's setup does.
 """
 
 from __future__ import annotations
@@ -17,8 +18,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from simulation.decisions import Launch
-from simulation.model import ClusterSpec, JobSpec, PoolKind
+from simulation.errors import InputError
+from simulation.model import ClusterSpec, JobSpec, PoolKind, Workload
 from simulation.placement import best_fit, eligible_pools
+from simulation.policies.base import Policy
 from simulation.view import ClusterView, JobView
 
 
@@ -28,6 +31,18 @@ def queue_quotas(cluster: ClusterSpec) -> dict[str, int]:
         p for p in cluster.pools if p.kind != PoolKind.INFERENCE
     )
     return {p.name: p.quota_gpus if p.quota_gpus is not None else p.gpus for p in pools}
+
+
+class QueuePolicy(Policy):
+    """A policy that schedules the cluster's queues: it cannot run on a cluster without one."""
+
+    def check_inputs(self, cluster: ClusterSpec, workload: Workload) -> None:
+        if not queue_quotas(cluster):
+            kinds = ", ".join(sorted({pool.kind.value for pool in cluster.pools})) or "none"
+            raise InputError(
+                f"{self.name} cannot run on cluster '{cluster.name}': it schedules one queue "
+                f"per quota or training pool (SIA §5.1) and the cluster has none (its pools "
+                f"are {kinds})", field="policy")
 
 
 def queue_of(spec: JobSpec, quotas: Mapping[str, int]) -> str:

@@ -12,13 +12,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from simulation.decisions import Decision
-from simulation.policies.base import Policy, register
-from simulation.policies.sia.common import QueueUsage, place_shared, queue_quotas
+from simulation.policies.base import register
+from simulation.policies.sia.common import QueuePolicy, QueueUsage, place_shared, queue_quotas
 from simulation.view import ClusterView
 
 
 @register
-class FcfsPools(Policy):
+class FcfsPools(QueuePolicy):
     name = "fcfs-pools"
     description = "FCFS inside each quota pool, no sharing between pools (SIA's reference)."
     paper = "SIA §4.1 (FCFS baseline)"

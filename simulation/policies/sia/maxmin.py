@@ -12,13 +12,19 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from simulation.decisions import Decision
-from simulation.policies.base import Policy, register
-from simulation.policies.sia.common import QueueUsage, idle_gpus, place_shared, queue_quotas
+from simulation.policies.base import register
+from simulation.policies.sia.common import (
+    QueuePolicy,
+    QueueUsage,
+    idle_gpus,
+    place_shared,
+    queue_quotas,
+)
 from simulation.view import ClusterView
 
 
 @register
-class MaxMinFair(Policy):
+class MaxMinFair(QueuePolicy):
     name = "maxmin"
     description = "Instantaneous max-min fair sharing of idle GPUs between quota pools."
     paper = "SIA §4.1 (MMFS)"

@@ -17,8 +17,9 @@ Predictors (switches for the §6.3 ablation):
 - `arrivals=learned`: TotalNewLoad = NewLoadEstimate (sliding max over `load_windows`
   windows) where WillJobsArrive (Table 9 features, gradient boosting) says jobs come, else
   0. The classifier learns online from what this policy has observed: first after
-  `train_hours` of history, then every `retrain_hours`. Until then, and for a window the
-  model cannot answer, each queue's whole unused quota stays reserved (no lending).
+  `train_hours` of history, then every `retrain_hours`. Until then each queue's whole
+  unused quota stays reserved (no lending); a window with too little history to train on
+  (a quiet first day) gets WillJobsArrive's constant answer instead of a classifier.
   Answers are made monotone in the window (jobs within 5 minutes are jobs within 60).
 - `history_days` > 0 (§5.4.1: "trained on three weeks of history"): the trace's first
   `history_days` are a history period. The policy schedules them without lending, as the
@@ -48,8 +49,10 @@ from collections.abc import Iterator, Mapping
 import numpy as np
 
 from simulation.decisions import Decision
-from simulation.policies.base import Param, Policy, register
+from simulation.errors import InputError
+from simulation.policies.base import Param, register
 from simulation.policies.sia.common import (
+    QueuePolicy,
     QueueUsage,
     idle_gpus,
     place_shared,
@@ -102,7 +105,7 @@ def monotone_in_window(will_arrive: Mapping[tuple[str, float], bool]
 
 
 @register
-class Sia(Policy):
+class Sia(QueuePolicy):
     name = "sia"
     description = "Anticipatory sharing of idle pool quota with coarse predictions (SIA)."
     paper = "SIA §5.3–5.4, Figures 7–8"
@@ -131,7 +134,10 @@ class Sia(Policy):
 
     def __init__(self, **values: object) -> None:
         super().__init__(**values)
-        self._windows = sorted(float(x) for x in str(self.windows).split(",") if x.strip())
+        self._windows = self._parse_windows(self.windows)
+        if not 0 <= self.duration_quantile <= 1:
+            raise InputError(f"must lie in [0, 1], got {self.duration_quantile!r}",
+                             source="settings", field="duration_quantile")
         self._dedicated: set[str] = set()
         self._observed: dict[str, _Observed] = {}
         self._running: set[str] = set()
@@ -142,6 +148,18 @@ class Sia(Policy):
         self._prediction_slot: float | None = None
         self._slot_load: dict[tuple[str, float], float] = {}
         self._random_bins: dict[str, int] = {}
+
+    @staticmethod
+    def _parse_windows(setting: str) -> list[float]:
+        """Prediction windows in minutes, ascending; refused unless all positive numbers."""
+        try:
+            windows = sorted(float(x) for x in str(setting).split(",") if x.strip())
+        except ValueError:
+            windows = []
+        if not windows or windows[0] <= 0 or not math.isfinite(windows[-1]):
+            raise InputError(f"expected comma-separated positive minutes, got {setting!r}",
+                             source="settings", field="windows")
+        return windows
 
     # -- observation ------------------------------------------------------------------------
 

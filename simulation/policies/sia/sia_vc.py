@@ -28,8 +28,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from simulation.decisions import Decision
-from simulation.policies.base import Policy, register
+from simulation.policies.base import register
 from simulation.policies.sia.common import (
+    QueuePolicy,
     ResourceTimePlan,
     cluster_capacity,
     place_shared,
@@ -40,7 +41,7 @@ from simulation.view import ClusterView
 
 
 @register
-class SiaVirtualClock(Policy):
+class SiaVirtualClock(QueuePolicy):
     name = "sia-vc"
     description = "SIA with virtual clocks and a resource-time plan; perfect future knowledge."
     paper = "SIA §5.1, Figure 6, Theorem 1"

@@ -13,8 +13,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from simulation.decisions import Decision
-from simulation.policies.base import Policy, register
+from simulation.policies.base import register
 from simulation.policies.sia.common import (
+    QueuePolicy,
     QueueUsage,
     idle_gpus,
     place_shared,
@@ -29,7 +30,7 @@ def service(job: JobView) -> tuple[float, float]:
 
 
 @register
-class ShortestServiceFirst(Policy):
+class ShortestServiceFirst(QueuePolicy):
     name = "ssf"
     description = "Shortest service (GPUs × duration) first inside each quota pool; no sharing."
     paper = "SIA §4.1 (SSF)"
@@ -50,7 +51,7 @@ class ShortestServiceFirst(Policy):
 
 
 @register
-class GlobalShortestServiceFirst(Policy):
+class GlobalShortestServiceFirst(QueuePolicy):
     name = "gssf"
     description = "Shortest service first over all pools as one global pool (shares quota)."
     paper = "SIA §4.1 (gSSF)"
