@@ -265,7 +265,7 @@ class Gandiva(Policy):
         servers = self._candidates(view, job)
         if not servers:
             return None, False
-        size = servers[0].gpus
+        size = max(s.gpus for s in servers)  # the fewest servers that can hold the job
         k = max(1, math.ceil(g / size))
         per = min(g, size)
         same = [s for s in servers if self._affinity.get(s.id) == g]

@@ -507,10 +507,6 @@ def test_gandiva_places_a_job_on_the_least_loaded_same_affinity_server():
     assert sim.state.jobs["j6"].placement == (Slot("gpu-2", 1),)
 
 
-@pytest.mark.xfail(strict=True, reason="known bug: Gandiva._get_node sizes every job by the "
-                   "first candidate server (simulation/policies/gandiva.py, `size = "
-                   "servers[0].gpus`), so on a cluster mixing 4- and 8-GPU servers an 8-GPU job "
-                   "is split over two 4-GPU servers while an 8-GPU server is empty")
 def test_gandiva_keeps_a_job_on_one_server_when_one_holds_it():
     """Gandiva §3.1 locality: a job that fits on one server runs on one server (ResNet-50
     keeps 53% of its speed across servers). Two 4-GPU servers (pool `small`, listed first)
@@ -775,10 +771,6 @@ def test_fcfs_pools_starts_a_job_wider_than_its_quota_once_its_queue_is_empty():
     assert set(sim.state.jobs["W"].placement) == {Slot("q1-1", 4), Slot("q2-1", 4)}
 
 
-@pytest.mark.xfail(strict=True, reason="known bug: ssf skips every job wider than its queue's "
-                   "quota (simulation/policies/sia/ssf.py, `if usage.allocation[queue] + need "
-                   "> quotas[queue]: continue`), with no fcfs-pools-style exception for an "
-                   "empty queue, so such a job never runs and the run ends unfinished")
 def test_ssf_starts_a_job_wider_than_its_quota_once_its_queue_is_empty():
     """Like fcfs-pools (its no-sharing sibling, SIA §4.1), ssf must let a job wider than its
     queue's quota start once that queue holds nothing, or it waits forever. Two idle 4-GPU

@@ -41,8 +41,9 @@ class ShortestServiceFirst(QueuePolicy):
         for queue, pending in usage.pending.items():
             for job in sorted(pending, key=service):
                 need = job.spec.num_gpus
-                if usage.allocation[queue] + need > quotas[queue]:
-                    continue
+                within = usage.allocation[queue] + need <= quotas[queue]
+                if not within and usage.allocation[queue] > 0:
+                    continue  # wider than the quota: starts once its queue is empty (fcfs-pools)
                 launch = place_shared(view, job, quotas)
                 if launch is None:
                     continue
