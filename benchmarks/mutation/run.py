@@ -136,6 +136,9 @@ def write_config(target: Path, module: Module) -> list[str]:
     lines = ["[mutmut]", "source_paths =", "    simulation", "    planner",
              "only_mutate =", f"    {module.source}", "pytest_add_cli_args_test_selection ="]
     lines += [f"    {t}" for t in tests]
+    # manage.py in mutants/ makes pytest-django put mutants/ (not the unmutated copy around
+    # it) first on sys.path, so `planner` is imported mutated.
+    lines += ["also_copy =", "    manage.py"]
     lines += ["pytest_add_cli_args =", "    -p", "    no:cacheprovider", "    -q", "    -k",
               f"    {SLOW}", "timeout_multiplier = 10.0", ""]
     (target / "setup.cfg").write_text("\n".join(lines))
