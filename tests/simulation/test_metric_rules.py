@@ -10,7 +10,13 @@ from __future__ import annotations
 import pytest
 
 from simulation.engine import EngineConfig, Simulation
-from simulation.metrics import blocking_index, preempted_share, preemption_ratio, speedups
+from simulation.metrics import (
+    blocking_index,
+    percentiles,
+    preempted_share,
+    preemption_ratio,
+    speedups,
+)
 from simulation.model import JobSpec
 from simulation.policies.base import create_policy
 from tests.simulation.builders import training_cluster, workload
@@ -102,6 +108,21 @@ def test_jct_queuing_makespan_utilisation_and_queue_length_of_a_fifo_run():
     assert summary["avg_queue_length"] == pytest.approx(0.5)
 
 
+def test_jct_and_queuing_percentiles_of_a_fifo_run():
+    """Summary `jct` and `queuing` hold mean, median, p95 and p99 (linear interpolation, as
+    numpy). Mutations guarded: a percentile replaced or mis-rounded.
+
+    FIFO, 1 GPU, three 100 s jobs at 0: JCTs 100, 200, 300 -> mean 200, median 200,
+    p95 = 200 + 0.9 · 100 = 290, p99 = 298. Queuing 0, 100, 200 -> 100, 100, 190, 198.
+    """
+    result = run(1, [JobSpec(f"j{i}", 0.0, 1, 100.0) for i in range(3)])
+    assert result.summary["jct"] == {"mean": 200.0, "median": 200.0, "p95": 290.0,
+                                     "p99": 298.0}
+    assert result.summary["queuing"] == {"mean": 100.0, "median": 100.0, "p95": 190.0,
+                                         "p99": 198.0}
+    assert percentiles([]) == {"mean": 0.0, "median": 0.0, "p95": 0.0, "p99": 0.0}
+
+
 def test_preemption_ratio_counts_preemptions_per_submitted_job():
     """Aryl §7.1 Table 5 note (2): preemption ratio = total preemptions / job submissions;
     the share of jobs preempted at least once is `preempted_share`. Mutation guarded: the
@@ -139,3 +160,13 @@ def test_speedup_is_baseline_jct_over_jct():
         "jobs": 3, "geomean": 1.259921, "p5": 0.65, "p95": 2.0, "slowed_share": 0.333333,
         "slowdown_minutes_total": 0.5, "slowdown_minutes_max": 0.5,
     }, abs=1e-6)
+
+
+def test_an_equal_jct_is_no_speedup_and_no_slowdown():
+    """A job as fast as under the baseline has speedup 1 and is not counted as slowed; with
+    no job finished in both runs every statistic is 0."""
+    same = [{"job_id": "a", "jct": 50.0}]
+    assert speedups(same, same) == {"jobs": 1, "geomean": 1.0, "p5": 1.0, "p95": 1.0,
+                                    "slowed_share": 0.0, "slowdown_minutes_total": 0.0,
+                                    "slowdown_minutes_max": 0.0}
+    assert speedups(same, [{"job_id": "a", "jct": None}])["jobs"] == 0
