@@ -47,6 +47,8 @@ from simulation.view import Clock, ClusterView
 COMPLETION, LOAN, TICK = 0, 1, 3
 _EPSILON = 1e-6
 _MIN_WAKEUP = 1e-3  # a policy wakeup is never at the current instant (that would spin)
+_PROGRESS_CHECK_LOOPS = 1024  # how often the loop looks at the wall clock
+_PROGRESS_QUIET_SECONDS = 2.0  # longest wall time between two progress calls
 SCALING_MODES = ("none", "stop-free", "stop-resume")
 
 
@@ -182,6 +184,7 @@ class Simulation:
         self.inference_load = inference_load
         self.throughput = throughput or throughput_model(self.config.scaling)
         self.progress = progress
+        self._progress_at = time.perf_counter()
         self.state = ClusterState(cluster, allow_oversubscription=policy.shares_gpus)
         self.clock = Clock(0.0)
         self.view = ClusterView(self.state, self.clock, self.throughput)
@@ -281,7 +284,11 @@ class Simulation:
         max_time = self.config.max_time
         event_driven = self._event_driven
         unscheduled = False
+        loops = 0
         while i < n or state.queue or state.running:
+            loops += 1
+            if self.progress is not None and not loops % _PROGRESS_CHECK_LOOPS:
+                self._report_progress_if_quiet()
             self._drop_stale_events()
             t_heap = heap[0][0] if heap else math.inf
             t_arrival = jobs[i].submit_time if i < n else math.inf
@@ -456,9 +463,20 @@ class Simulation:
         self._finished += 1
         percent = self._finished * 100 // len(self.workload.jobs)
         if self.progress is not None and percent >= self._next_percent:
-            self.progress(self._finished / len(self.workload.jobs))
+            self._report_progress()
             self._next_percent = percent + 1
         return True
+
+    def _report_progress(self) -> None:
+        self._progress_at = time.perf_counter()
+        self.progress(self._finished / len(self.workload.jobs))
+
+    def _report_progress_if_quiet(self) -> None:
+        """Call `progress` when it has not been called for `_PROGRESS_QUIET_SECONDS`, so a
+        caller that cancels by raising from it is heard within seconds even while no job
+        finishes (one very long job, a queue that only reshuffles)."""
+        if time.perf_counter() - self._progress_at >= _PROGRESS_QUIET_SECONDS:
+            self._report_progress()
 
     def _schedule_round(self) -> None:
         self.counters.schedule_rounds += 1

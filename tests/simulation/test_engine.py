@@ -127,6 +127,32 @@ def test_progress_is_reported_every_percent():
     assert seen[-1] == 1.0
 
 
+def test_progress_is_also_called_while_no_job_finishes_so_a_cancel_is_heard(monkeypatch):
+    """A caller cancels by raising from `progress`; with one job that never finishes in time
+    the engine must still call it (at most `_PROGRESS_QUIET_SECONDS` apart), not only per 1 %.
+
+    Two 1-GPU jobs of 1e6 s on one GPU under Tiresias: demotion wakeups make loop iterations
+    without any completion. Quiet time 0 and a check every loop: the first call reports 0.0
+    and the raised error ends the run.
+    """
+    monkeypatch.setattr("simulation.engine._PROGRESS_QUIET_SECONDS", 0.0)
+    monkeypatch.setattr("simulation.engine._PROGRESS_CHECK_LOOPS", 1)
+    seen: list[float] = []
+
+    class Cancelled(Exception):
+        pass
+
+    def cancel(fraction: float) -> None:
+        seen.append(fraction)
+        raise Cancelled
+
+    jobs = workload(JobSpec("a", 0, 1, 1e6), JobSpec("b", 1, 1, 1e6))
+    with pytest.raises(Cancelled):
+        Simulation(training_cluster(1, 1), jobs, create_policy("tiresias"),
+                   progress=cancel).run()
+    assert seen == [0.0]
+
+
 def test_tiresias_wakes_at_demotion_and_keeps_same_queue_jobs_running():
     jobs = workload(JobSpec("old", 0, 1, 1000), JobSpec("new", 100, 1, 100))
     _, result = run(training_cluster(1, 1), jobs, "tiresias")
