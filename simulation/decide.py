@@ -24,6 +24,7 @@ from typing import Any
 
 from simulation.decisions import Placement
 from simulation.errors import InputError
+from simulation.limits import MAX_SEED
 from simulation.model import JobSpec, PoolKind
 from simulation.policies.base import Policy, create_policy
 from simulation.reclaim import get_reclaim_strategy
@@ -140,7 +141,7 @@ def decide_reclaim(request: Any, *, snapshot: Snapshot | None = None) -> dict[st
         strategy = get_reclaim_strategy(name)
     except InputError as exc:
         raise _fail("strategy", exc.message) from None
-    seed = _int(data, "seed", "", 0)
+    seed = _int(data, "seed", "", 0, maximum=MAX_SEED)
     grace = _float(data, "grace_period_seconds", "", DEFAULT_GRACE_SECONDS)
     sim = _simulation(snapshot, Policy())
     before = {job_id: job.placement for job_id, job in sim.state.running.items()}
@@ -169,7 +170,7 @@ def decide_schedule(request: Any, *, snapshot: Snapshot | None = None) -> dict[s
     data = _request(request)
     name = _str(data, "policy", "")
     params = _object(data.get("params", {}), "params")
-    seed = _int(data, "seed", "", 0)
+    seed = _int(data, "seed", "", 0, maximum=MAX_SEED)
     grace = _float(data, "grace_period_seconds", "", DEFAULT_GRACE_SECONDS)
     try:
         policy = create_policy(name, params, seed=seed)

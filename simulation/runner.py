@@ -8,11 +8,13 @@ an error naming the key.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from simulation.engine import EngineConfig, Simulation
 from simulation.errors import InputError
+from simulation.limits import MAX_JOB_SECONDS, MIN_INTERVALS
 from simulation.metrics import RunResult
 from simulation.model import ClusterSpec, InferenceLoad, Workload
 from simulation.policies.base import create_policy, parse_params, registry
@@ -44,8 +46,26 @@ def engine_config(
                              field=key) from None
         if isinstance(value, int | float) and value < 0:
             raise InputError(f"must not be negative, got {raw!r}", source="settings", field=key)
+        if isinstance(value, float) or key == "cadence" and value != "event":
+            _check_engine_number(key, value, raw)
         values[key] = value
     return EngineConfig(**values)
+
+
+def _check_engine_number(key: str, value: Any, raw: Any) -> None:
+    """Engine numbers are seconds or shares: finite and at most MAX_JOB_SECONDS; the two
+    intervals have a floor, since the work and the rows of a run grow as they shrink."""
+    try:
+        number = float(value)
+    except ValueError:
+        return  # a cadence that is not a number: the engine names it
+    if not math.isfinite(number) or number > MAX_JOB_SECONDS:
+        raise InputError(f"must be a finite number up to {MAX_JOB_SECONDS:g}, got {raw!r}",
+                         source="settings", field=key)
+    floor = MIN_INTERVALS.get(key)
+    if floor is not None and number < floor:
+        raise InputError(f"must be at least {floor:g} s, got {raw!r}", source="settings",
+                         field=key)
 
 
 def policy_engine_defaults(policy: str) -> dict[str, Any]:

@@ -27,6 +27,16 @@ from typing import Any, TypeVar
 from simulation.decisions import Placement, Slot
 from simulation.engine import EngineConfig, Simulation
 from simulation.errors import InputError
+from simulation.limits import (
+    MAX_GPU_MEMORY_GB,
+    MAX_GPU_SPEED,
+    MAX_GPUS_PER_JOB,
+    MAX_GPUS_PER_SERVER,
+    MAX_INT,
+    MAX_JOBS,
+    MAX_SERVERS,
+    MAX_SNAPSHOT_SECONDS,
+)
 from simulation.model import ClusterSpec, GpuType, JobSpec, PoolKind, PoolSpec, Workload
 from simulation.policies.base import Policy
 from simulation.state import JobState, JobStatus, PlacementRefused
@@ -99,26 +109,39 @@ def _str(data: Mapping[str, Any], key: str, path: str, default: str | None = Non
 
 
 def _int(data: Mapping[str, Any], key: str, path: str, default: int | None = None, *,
-         minimum: int = 0) -> int:
+         minimum: int = 0, maximum: int = MAX_INT) -> int:
     value = data.get(key, default)
     if value is None:
         raise _fail(_at(path, key), "is required")
     if isinstance(value, bool) or not isinstance(value, int):
-        raise _fail(_at(path, key), f"expected an integer, got {value!r}")
+        raise _fail(_at(path, key), f"expected an integer, got {_shown(value)}")
     if value < minimum:
         raise _fail(_at(path, key), f"must be at least {minimum}, got {value}")
+    if value > maximum:
+        raise _fail(_at(path, key), f"{value} is over the limit of {maximum:,}")
     return value
 
 
-def _float(data: Mapping[str, Any], key: str, path: str, default: float | None = None) -> float:
+def _float(data: Mapping[str, Any], key: str, path: str, default: float | None = None, *,
+           maximum: float = MAX_SNAPSHOT_SECONDS) -> float:
     value = data.get(key, default)
     if value is None:
         raise _fail(_at(path, key), "is required")
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise _fail(_at(path, key), f"expected a number, got {value!r}")
+        raise _fail(_at(path, key), f"expected a number, got {_shown(value)}")
     if value < 0:
         raise _fail(_at(path, key), f"must not be negative, got {value}")
+    if value > maximum:
+        raise _fail(_at(path, key), f"{value:g} is over the limit of {maximum:g}")
     return float(value)
+
+
+def _shown(value: Any) -> str:
+    """A value for an error message: scalars as written, containers by type (never repr'd:
+    a deeply nested one would exhaust the recursion limit)."""
+    if isinstance(value, str | int | float | bool) or value is None:
+        return repr(value)
+    return f"a {type(value).__name__}"
 
 
 def _bool(data: Mapping[str, Any], key: str, path: str, default: bool) -> bool:
@@ -150,6 +173,9 @@ def parse_snapshot(state: Any, *, queue: Any = None, path: str = "state",
     servers = _list(data.get("servers"), f"{path}.servers") if "servers" in data else None
     if servers is None:
         raise _fail(f"{path}.servers", "is required")
+    if len(servers) > MAX_SERVERS:
+        raise _fail(f"{path}.servers", f"{len(servers):,} servers; a snapshot is limited to "
+                    f"{MAX_SERVERS:,}")
     by_pool: dict[str, list[tuple[int, Mapping[str, Any]]]] = {}
     seen: set[str] = set()
     on_loan: list[str] = []
@@ -168,7 +194,7 @@ def parse_snapshot(state: Any, *, queue: Any = None, path: str = "state",
     for name, members in by_pool.items():
         first_i, first = members[0]
         where = f"{path}.servers[{first_i}]"
-        gpus = _int(first, "gpus", where, minimum=1)
+        gpus = _int(first, "gpus", where, minimum=1, maximum=MAX_GPUS_PER_SERVER)
         gpu_type = _str(first, "gpu_type", where, "V100")
         meta = pool_meta.get(name, {})
         kind = meta.get("kind") or (
@@ -212,6 +238,9 @@ def parse_snapshot(state: Any, *, queue: Any = None, path: str = "state",
     if queue is not None:
         entries += [(f"queue[{i}]", raw, "queued") for i, raw in
                     enumerate(_list(queue, "queue"))]
+    if len(entries) > MAX_JOBS:
+        raise _fail(f"{path}.jobs", f"{len(entries):,} jobs (queue included); a snapshot is "
+                    f"limited to {MAX_JOBS:,}")
     slots: dict[tuple[str, int, bool], Slot] = {}
     for where, raw, forced in entries:
         job = (known is not None and _known_job(known, raw, where, seen)
@@ -253,7 +282,7 @@ def _job_fast(data: Any, path: str, forced: str | None, servers: set[str],
     status = forced or get("status", "queued")
     per_worker = get("gpus_per_worker", 1)
     if (type(job_id) is not str or not job_id.strip() or status not in JOB_STATUSES
-            or type(per_worker) is not int or per_worker < 1):
+            or type(per_worker) is not int or not 1 <= per_worker <= MAX_GPUS_PER_JOB):
         return None
     raw = get("placement", [])
     if type(raw) is not list:
@@ -267,7 +296,7 @@ def _job_fast(data: Any, path: str, forced: str | None, servers: set[str],
         gpus = entry.get("gpus")
         flexible = entry.get("flexible", False)
         # Types first: True == 1 and 0 == False would find another entry's slot.
-        if (type(server) is not str or type(gpus) is not int or gpus < 1
+        if (type(server) is not str or type(gpus) is not int or not 1 <= gpus <= MAX_INT
                 or type(flexible) is not bool):
             return None
         key = (server, gpus, flexible)
@@ -286,14 +315,15 @@ def _job_fast(data: Any, path: str, forced: str | None, servers: set[str],
         return None
     # max() spelled out, here and for the duration: a builtin call per job is ~5% of it
     max_workers = get("max_workers", held_workers if held_workers > min_workers else min_workers)
-    if type(max_workers) is not int or max_workers < min_workers:
+    if type(max_workers) is not int or not min_workers <= max_workers <= MAX_GPUS_PER_JOB:
         return None
     num_gpus = get("num_gpus", (held_workers or min_workers) * per_worker)
-    if (type(num_gpus) is not int or num_gpus < per_worker or num_gpus % per_worker
+    if (type(num_gpus) is not int or not per_worker <= num_gpus <= MAX_GPUS_PER_JOB
+            or num_gpus % per_worker
             or not min_workers <= num_gpus // per_worker <= max_workers):
         return None
     remaining = get("remaining_seconds")
-    if type(remaining) not in _NUMBER or not 0 <= remaining < math.inf:
+    if type(remaining) not in _NUMBER or not 0 <= remaining <= MAX_SNAPSHOT_SECONDS:
         return None
     duration = get("duration", remaining)
     submit = get("submit_time", 0.0)
@@ -301,12 +331,12 @@ def _job_fast(data: Any, path: str, forced: str | None, servers: set[str],
     gpu_type = get("gpu_type")
     preemptible = get("preemptible", True)
     priority = get("priority", 0)
-    if (type(duration) not in _NUMBER or not 0 <= duration < math.inf
-            or type(submit) not in _NUMBER or not 0 <= submit < math.inf
+    if (type(duration) not in _NUMBER or not 0 <= duration <= MAX_SNAPSHOT_SECONDS
+            or type(submit) not in _NUMBER or not 0 <= submit <= MAX_SNAPSHOT_SECONDS
             or type(model) is not str or not model.strip()
             or (gpu_type and (type(gpu_type) is not str or not gpu_type.strip()))
             or type(preemptible) is not bool
-            or type(priority) is not int or priority < -(2**31)):
+            or type(priority) is not int or not -(2**31) <= priority <= MAX_INT):
         return None
     remaining, duration = float(remaining), float(duration)
     spec = _new_job_spec(  # min_workers, max_workers >= 1: JobSpec.__post_init__ is a no-op
@@ -353,10 +383,11 @@ def _gpu_types(raw: Any, path: str) -> dict[str, GpuType]:
     types: dict[str, GpuType] = {}
     for name, value in _object(raw, path).items():
         entry = _object(value, f"{path}.{name}")
-        speed = _float(entry, "speed", f"{path}.{name}", 1.0)
+        speed = _float(entry, "speed", f"{path}.{name}", 1.0, maximum=MAX_GPU_SPEED)
         if speed <= 0:
             raise _fail(f"{path}.{name}.speed", "must be positive")
-        types[name] = GpuType(name, speed, _float(entry, "memory_gb", f"{path}.{name}", 32.0))
+        types[name] = GpuType(name, speed, _float(entry, "memory_gb", f"{path}.{name}", 32.0,
+                                                  maximum=MAX_GPU_MEMORY_GB))
     return types
 
 
@@ -379,19 +410,22 @@ def _job(data: Mapping[str, Any], path: str, forced: str | None, servers: set[st
     status = forced or _str(data, "status", path, "queued")
     if status not in JOB_STATUSES:
         raise _fail(f"{path}.status", f"{status!r} is not one of {', '.join(JOB_STATUSES)}")
-    per_worker = _int(data, "gpus_per_worker", path, 1, minimum=1)
+    per_worker = _int(data, "gpus_per_worker", path, 1, minimum=1, maximum=MAX_GPUS_PER_JOB)
     placement = _placement(data.get("placement", []), f"{path}.placement", servers)
     if status == "running" and not placement:
         raise _fail(f"{path}.placement", "a running job needs a placement")
     if status == "queued" and placement:
         raise _fail(f"{path}.placement", "a queued job has no placement")
     held_workers = sum(slot.gpus for slot in placement) // per_worker
-    min_workers = _int(data, "min_workers", path, held_workers or 1, minimum=1)
-    max_workers = _int(data, "max_workers", path, max(min_workers, held_workers), minimum=1)
+    min_workers = _int(data, "min_workers", path, held_workers or 1, minimum=1,
+                       maximum=MAX_GPUS_PER_JOB)
+    max_workers = _int(data, "max_workers", path, max(min_workers, held_workers), minimum=1,
+                       maximum=MAX_GPUS_PER_JOB)
     if max_workers < min_workers:
         raise _fail(f"{path}.max_workers", f"{max_workers} is below min_workers {min_workers}")
     default_gpus = (held_workers or min_workers) * per_worker
-    num_gpus = _int(data, "num_gpus", path, default_gpus, minimum=per_worker)
+    num_gpus = _int(data, "num_gpus", path, default_gpus, minimum=per_worker,
+                    maximum=MAX_GPUS_PER_JOB)
     if not min_workers <= num_gpus // per_worker <= max_workers or num_gpus % per_worker:
         raise _fail(f"{path}.num_gpus", f"{num_gpus} GPUs is not a worker count within "
                     f"[{min_workers}, {max_workers}] of {per_worker}-GPU workers")

@@ -13,10 +13,18 @@ import math
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 
 from simulation.errors import InputError
+from simulation.limits import (
+    MAX_GPUS_PER_JOB,
+    MAX_JOB_SECONDS,
+    MAX_JOBS,
+    MAX_SUBMIT_SECONDS,
+    printable,
+    unstorable_char,
+)
 from simulation.model import JobSpec, Workload
 
 
@@ -154,13 +162,18 @@ def parse_bool(value: str, source: str, line: int, field: str) -> bool:
                      line=line, field=field)
 
 
-def parse_datetime(value: str, source: str, line: int, field: str) -> datetime:
+def parse_datetime(value: str, source: str, line: int | None, field: str) -> datetime:
+    """A naive date-time; one with a UTC offset is converted to UTC, so every row of a trace
+    compares and subtracts with every other (a mix would raise TypeError)."""
     value = value.strip()
     try:
-        return datetime.fromisoformat(value)
-    except ValueError:
-        raise InputError(f"expected a date-time like 2017-10-09 07:01:55, got '{value}'",
+        parsed = datetime.fromisoformat(value)
+        if parsed.tzinfo is not None:
+            parsed = parsed.astimezone(UTC).replace(tzinfo=None)
+    except (ValueError, OverflowError):  # OverflowError: an offset past year 1 or 9999
+        raise InputError(f"expected a date-time like 2017-10-09 07:01:55, got {value!r}",
                          source=source, line=line, field=field) from None
+    return parsed
 
 
 def non_negative(number: float, source: str, line: int, field: str) -> float:
@@ -193,11 +206,48 @@ class JobIds:
 
 
 def finish(jobs: Iterable[JobSpec], source: str, fmt: str,
-           skipped: Counter[str] | None = None) -> LoadedWorkload:
-    """Sort jobs by submit time (stable: ties keep file order) and record what was skipped."""
+           skipped: Counter[str] | None = None, lines: Sequence[int] | None = None,
+           ) -> LoadedWorkload:
+    """Check every job against the input limits (`lines`, parallel to `jobs`, names the line
+    of a refused one), sort them by submit time (stable: ties keep file order) and record
+    what was skipped."""
+    jobs = list(jobs)
+    if len(jobs) > MAX_JOBS:
+        raise InputError(f"{len(jobs):,} jobs; a trace is limited to {MAX_JOBS:,}",
+                         source=source)
+    for i, job in enumerate(jobs):
+        check_job(job, source=source, line=lines[i] if lines is not None else None)
     ordered = tuple(sorted(jobs, key=lambda job: job.submit_time))
     skips = tuple(sorted((skipped or Counter()).items()))
     label = f"{source} ({fmt}: {len(ordered)} jobs"
     if skips:
         label += "; skipped " + ", ".join(f"{count} {reason}" for reason, count in skips)
     return LoadedWorkload(jobs=ordered, source=label + ")", format=fmt, skipped=skips)
+
+
+def check_job(job: JobSpec, *, source: str, line: int | None = None) -> None:
+    """Refuse a job over the limits of `simulation.limits` (time, size) or with text no
+    database or result file can hold; without a line the message names the job."""
+    where = "" if line is not None else f"job {printable(job.job_id)!r}: "
+
+    def refuse(field: str, message: str) -> InputError:
+        return InputError(where + message, source=source, line=line, field=field)
+
+    if job.duration > MAX_JOB_SECONDS:
+        raise refuse("duration", f"{job.duration:g} s is over the limit of "
+                     f"{MAX_JOB_SECONDS:,.0f} s (366 days)")
+    if job.submit_time > MAX_SUBMIT_SECONDS:
+        raise refuse("submit_time", f"{job.submit_time:g} s is over the limit of "
+                     f"{MAX_SUBMIT_SECONDS:,.0f} s (366 days after the first job)")
+    for name, gpus in (("num_gpus", job.num_gpus), ("max_workers", job.max_gpus)):
+        if gpus > MAX_GPUS_PER_JOB:
+            raise refuse(name, f"{gpus:,} GPUs is over the limit of {MAX_GPUS_PER_JOB:,} "
+                         "per job")
+    if job.profile is not None and any(s > MAX_JOB_SECONDS for s in job.profile.stage_seconds):
+        raise refuse("resource_time", f"a stage time is over {MAX_JOB_SECONDS:,.0f} s")
+    for name in ("job_id", "model", "pool", "gpu_type", "user", "experiment"):
+        value = getattr(job, name)
+        if value and not value.isprintable():
+            bad = unstorable_char(value)
+            if bad is not None:
+                raise refuse(name, f"contains {bad}, which is not allowed in text")

@@ -51,8 +51,9 @@ def parse_canonical(table: Table) -> LoadedWorkload:
         if (m := _STAGE_COLUMN.match(name))
     )
     ids = JobIds(src)
-    jobs = []
+    jobs, lines = [], []
     for line, cells in table:
+        lines.append(line)
         values = {name: cells[i].strip() for name, i in present.items()}
         job_id = ids.add(parse_text(cells[i_id], src, line, "job_id"), line)
         submit = non_negative(parse_float(cells[i_submit], src, line, "submit_time"), src,
@@ -83,7 +84,7 @@ def parse_canonical(table: Table) -> LoadedWorkload:
             iterations=_count(values, "iterations", src, line),
             profile=ResourceProfile(stage_seconds) if stage_seconds else None,
         ))
-    return finish(jobs, src, "canonical")
+    return finish(jobs, src, "canonical", lines=lines)
 
 
 def _count(values: dict[str, str], name: str, src: str, line: int) -> int | None:

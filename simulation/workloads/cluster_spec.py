@@ -20,6 +20,15 @@ from typing import Any
 import yaml
 
 from simulation.errors import InputError
+from simulation.limits import (
+    MAX_GPU_MEMORY_GB,
+    MAX_GPU_SPEED,
+    MAX_GPUS_PER_SERVER,
+    MAX_POOLS,
+    MAX_SERVERS,
+    MAX_SERVERS_PER_POOL,
+    check_text,
+)
 from simulation.model import ClusterSpec, GpuType, PoolKind, PoolSpec
 from simulation.workloads._rows import Table, parse_int, positive, read_text_file
 
@@ -66,6 +75,8 @@ def parse_cluster_spec_text(text: str, source: str = "upload", name: str = "clus
         except json.JSONDecodeError as exc:
             raise InputError(f"invalid JSON: {exc.msg}", source=source,
                              line=exc.lineno) from None
+        except RecursionError:  # the decoder recurses once per level of nesting
+            raise InputError("invalid JSON: nested too deeply", source=source) from None
     else:
         try:
             data = yaml.safe_load(text)
@@ -74,6 +85,8 @@ def parse_cluster_spec_text(text: str, source: str = "upload", name: str = "clus
             problem = getattr(exc, "problem", None) or str(exc)
             raise InputError(f"invalid YAML: {problem}", source=source,
                              line=mark.line + 1 if mark else None) from None
+        except RecursionError:  # PyYAML's composer recurses once per level of nesting
+            raise InputError("invalid YAML: nested too deeply", source=source) from None
     try:
         return cluster_spec_from_dict(data, source, default_name=name)
     except InputError as exc:
@@ -92,10 +105,14 @@ def cluster_spec_from_dict(data: Any, source: str = "upload", default_name: str 
     name = data.get("name", default_name)
     if not isinstance(name, str) or not name.strip():
         raise InputError("must be a non-empty string", source=source, field="name")
+    check_text(name.strip(), field="name", source=source)
     gpu_types = _gpu_types(data.get("gpu_types"), source)
     pools_data = data.get("pools")
     if not isinstance(pools_data, list) or not pools_data:
         raise InputError("must be a non-empty list of pools", source=source, field="pools")
+    if len(pools_data) > MAX_POOLS:
+        raise InputError(f"{len(pools_data)} pools; a cluster is limited to {MAX_POOLS}",
+                         source=source, field="pools")
     pools = []
     seen: dict[str, int] = {}
     for i, pool_data in enumerate(pools_data):
@@ -112,6 +129,10 @@ def cluster_spec_from_dict(data: Any, source: str = "upload", default_name: str 
                                  field=f"pools[{i}].gpu_type")
             gpu_types[pool.gpu_type] = DEFAULT_GPU_TYPES[pool.gpu_type]
         pools.append(pool)
+    total = sum(pool.servers for pool in pools)
+    if total > MAX_SERVERS:
+        raise InputError(f"{total:,} servers; a cluster is limited to {MAX_SERVERS:,}",
+                         source=source, field="pools")
     return ClusterSpec(name=name.strip(), gpu_types=gpu_types, pools=tuple(pools))
 
 
@@ -124,14 +145,17 @@ def _gpu_types(data: Any, source: str) -> dict[str, GpuType]:
     types = {}
     for gpu_name, attrs in data.items():
         where = f"gpu_types.{gpu_name}"
+        _scalar(gpu_name, where, source)
+        check_text(str(gpu_name), field=where, source=source)
         if not isinstance(attrs, Mapping):
             raise InputError("must be a mapping with speed and memory_gb", source=source,
                              field=where)
         _no_unknown_keys(attrs, _GPU_KEYS, where + ".", source)
         default = DEFAULT_GPU_TYPES.get(str(gpu_name), GpuType(str(gpu_name)))
-        speed = _number(attrs.get("speed", default.speed), f"{where}.speed", source)
+        speed = _number(attrs.get("speed", default.speed), f"{where}.speed", source,
+                        maximum=MAX_GPU_SPEED)
         memory = _number(attrs.get("memory_gb", default.memory_gb), f"{where}.memory_gb",
-                         source)
+                         source, maximum=MAX_GPU_MEMORY_GB)
         types[str(gpu_name)] = GpuType(str(gpu_name), speed, memory)
     return types
 
@@ -143,43 +167,70 @@ def _pool(data: Any, where: str, source: str) -> PoolSpec:
     for key in ("name", "kind", "gpu_type", "servers", "gpus_per_server"):
         if data.get(key) is None:
             raise InputError("missing", source=source, field=f"{where}.{key}")
-    name, kind, gpu_type = (str(data[k]).strip() for k in ("name", "kind", "gpu_type"))
+    name, kind, gpu_type = (str(_scalar(data[k], f"{where}.{k}", source)).strip()
+                            for k in ("name", "kind", "gpu_type"))
     if not name:
         raise InputError("must not be empty", source=source, field=f"{where}.name")
+    check_text(name, field=f"{where}.name", source=source)
+    check_text(gpu_type, field=f"{where}.gpu_type", source=source)
     if kind not in {k.value for k in PoolKind}:
         raise InputError(f"unknown kind '{kind}' (one of: "
                          f"{', '.join(k.value for k in PoolKind)})", source=source,
                          field=f"{where}.kind")
-    servers = _count(data["servers"], f"{where}.servers", source)
+    servers = _count(data["servers"], f"{where}.servers", source,
+                     maximum=MAX_SERVERS_PER_POOL)
     lending = data.get("lending_limit")
     if lending is not None:
-        lending = _count(lending, f"{where}.lending_limit", source, allow_zero=True)
+        lending = _count(lending, f"{where}.lending_limit", source, allow_zero=True,
+                         maximum=MAX_SERVERS_PER_POOL)
         if lending > servers:
             raise InputError(f"lending_limit {lending} exceeds the pool's {servers} servers",
                              source=source, field=f"{where}.lending_limit")
     quota = data.get("quota_gpus")
     return PoolSpec(
         name=name, kind=PoolKind(kind), gpu_type=gpu_type, servers=servers,
-        gpus_per_server=_count(data["gpus_per_server"], f"{where}.gpus_per_server", source),
+        gpus_per_server=_count(data["gpus_per_server"], f"{where}.gpus_per_server", source,
+                               maximum=MAX_GPUS_PER_SERVER),
         lending_limit=lending,
-        quota_gpus=None if quota is None else _count(quota, f"{where}.quota_gpus", source),
+        quota_gpus=None if quota is None else _count(
+            quota, f"{where}.quota_gpus", source,
+            maximum=MAX_SERVERS_PER_POOL * MAX_GPUS_PER_SERVER),
     )
 
 
-def _count(value: Any, field: str, source: str, allow_zero: bool = False) -> int:
-    """A whole number > 0 (>= 0 with allow_zero); YAML booleans are rejected."""
+def _scalar(value: Any, field: str, source: str) -> Any:
+    """`value` when it is text or a number; a list or mapping is refused (never `str()`ed:
+    a YAML alias bomb would expand to gigabytes)."""
+    if not isinstance(value, str | int | float):
+        raise InputError(f"expected text, got a {type(value).__name__}", source=source,
+                         field=field)
+    return value
+
+
+def _count(value: Any, field: str, source: str, allow_zero: bool = False, *,
+           maximum: int) -> int:
+    """A whole number > 0 (>= 0 with allow_zero) up to `maximum`; YAML booleans are
+    rejected."""
     integral = isinstance(value, float) and value.is_integer()
     if isinstance(value, bool) or not (isinstance(value, int) or integral):
-        raise InputError(f"expected a whole number, got {value!r}", source=source, field=field)
+        shown = repr(value) if isinstance(value, str | float) else type(value).__name__
+        raise InputError(f"expected a whole number, got {shown}", source=source, field=field)
     if int(value) < 0 or (int(value) == 0 and not allow_zero):
         raise InputError(f"must be {'non-negative' if allow_zero else 'positive'}, got "
                          f"{value!r}", source=source, field=field)
+    if int(value) > maximum:
+        raise InputError(f"{int(value):,} is over the limit of {maximum:,}", source=source,
+                         field=field)
     return int(value)
 
 
-def _number(value: Any, field: str, source: str) -> float:
+def _number(value: Any, field: str, source: str, *, maximum: float) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
-        raise InputError(f"expected a positive number, got {value!r}", source=source,
+        shown = repr(value) if isinstance(value, str | int | float) else type(value).__name__
+        raise InputError(f"expected a positive number, got {shown}", source=source,
+                         field=field)
+    if not value <= maximum:
+        raise InputError(f"{value:g} is over the limit of {maximum:g}", source=source,
                          field=field)
     return float(value)
 
@@ -204,6 +255,13 @@ def _from_spec_csv(text: str, source: str, name: str) -> ClusterSpec:
     switches, nodes, gpus = (positive(parse_int(cells[i], source, line, column), source, line,
                                       column)
                              for i, column in zip(indexes, _SPEC_CSV_COLUMNS, strict=True))
+    for field, value, maximum in (("num_node_p_switch", switches * nodes, MAX_SERVERS_PER_POOL),
+                                  ("num_gpu_p_node", gpus, MAX_GPUS_PER_SERVER)):
+        if value > maximum:
+            what = "servers" if field == "num_node_p_switch" else "GPUs per server"
+            raise InputError(f"{value:,} {what} is over the limit of {maximum:,}",
+                             source=source, line=line, field=field)
+    check_text(name, field="name", source=source)
     pool = PoolSpec(name="training", kind=PoolKind.TRAINING, gpu_type="V100",
                     servers=switches * nodes, gpus_per_server=gpus)
     return ClusterSpec(name=name, gpu_types={"V100": DEFAULT_GPU_TYPES["V100"]},

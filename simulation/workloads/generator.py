@@ -37,9 +37,14 @@ from typing import TypeVar
 import numpy as np
 
 from simulation.errors import InputError
+from simulation.limits import MAX_GPUS_PER_JOB, MAX_JOB_SECONDS, MAX_JOBS, MAX_SUBMIT_SECONDS
 from simulation.model import JobSpec, Workload
 
 DAY = 86400.0
+_FLOAT_KNOBS = ("duration_days", "arrival_rate_per_hour", "burst_factor", "burst_on_hours",
+                "burst_off_hours", "diurnal_amplitude", "diurnal_peak_hour",
+                "median_duration_minutes", "lognormal_sigma", "pareto_shape",
+                "min_duration_seconds", "max_duration_days")
 CONCERNS = ("arrivals", "durations", "sizes", "elastic", "models", "pools", "gpu_types",
             "flags", "users")
 ANY_GPU = "any"
@@ -91,6 +96,23 @@ class GeneratorSpec:
 
         if self.num_jobs < 1:
             raise bad("num_jobs", "must be at least 1")
+        if self.num_jobs > MAX_JOBS:
+            raise bad("num_jobs", f"{self.num_jobs:,} is over the limit of {MAX_JOBS:,}")
+        for name in _FLOAT_KNOBS:
+            value = getattr(self, name)
+            if value is not None and not math.isfinite(value):
+                raise bad(name, f"must be a finite number, got {value!r}")
+        if self.duration_days is not None and self.duration_days * DAY > MAX_SUBMIT_SECONDS:
+            raise bad("duration_days", f"must be at most {MAX_SUBMIT_SECONDS / DAY:g} days")
+        if self.max_duration_days * DAY > MAX_JOB_SECONDS:
+            raise bad("max_duration_days", f"must be at most {MAX_JOB_SECONDS / DAY:g} days")
+        if self.min_duration_seconds > MAX_JOB_SECONDS:
+            raise bad("min_duration_seconds", f"must be at most {MAX_JOB_SECONDS:g} s")
+        if self.num_users > MAX_JOBS:
+            raise bad("num_users", f"{self.num_users:,} is over the limit of {MAX_JOBS:,}")
+        if any(size > MAX_GPUS_PER_JOB for size, _ in self.gpu_sizes) or (
+                self.gpus_per_worker > MAX_GPUS_PER_JOB):
+            raise bad("gpu_sizes", f"a job is limited to {MAX_GPUS_PER_JOB:,} GPUs")
         if self.duration_days is not None and self.arrival_rate_per_hour is not None:
             raise bad("arrival_rate_per_hour", "give either duration_days or a rate, not both")
         for name in ("duration_days", "arrival_rate_per_hour"):
@@ -199,6 +221,11 @@ def generate_workload(spec: GeneratorSpec, seed: int = 0) -> Workload:
     n = spec.num_jobs
     submits = np.round(sample_arrivals(spec, rngs["arrivals"]), 3)
     submits -= submits[0]  # the trace starts with its first job
+    if not submits[-1] <= MAX_SUBMIT_SECONDS:
+        field = "duration_days" if spec.duration_days is not None else "arrival_rate_per_hour"
+        raise InputError(f"the arrivals span {submits[-1] / DAY:,.0f} days; a workload is "
+                         f"limited to {MAX_SUBMIT_SECONDS / DAY:g} (raise the rate)",
+                         source="generator", field=field)
     durations = sample_durations(spec, rngs["durations"])
     sizes = choose(spec.gpu_sizes, n, rngs["sizes"])
     elastic = rngs["elastic"].random(n) < spec.elastic_fraction

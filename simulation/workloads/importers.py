@@ -99,8 +99,9 @@ def _simulator_csv(table: Table, divisor: int, fmt: str) -> LoadedWorkload:
     stages = sorted((int(name.rsplit("_", 1)[1]), i) for i, name in enumerate(table.header)
                     if name.startswith("resource_time_") and name.rsplit("_", 1)[1].isdigit())
     ids = JobIds(src)
-    jobs = []
+    jobs, lines = [], []
     for line, cells in table:
+        lines.append(line)
         profile = None
         if stages:
             profile = ResourceProfile(tuple(
@@ -122,7 +123,7 @@ def _simulator_csv(table: Table, divisor: int, fmt: str) -> LoadedWorkload:
                                  "iterations") if i_iters is not None else None),
             profile=profile,
         ))
-    return finish(jobs, src, fmt)
+    return finish(jobs, src, fmt, lines=lines)
 
 
 def import_philly_summary(table: Table) -> LoadedWorkload:
@@ -254,6 +255,8 @@ def import_philly_json(text: str, source: str) -> LoadedWorkload:
         records = json.loads(text)
     except json.JSONDecodeError as exc:
         raise InputError(f"invalid JSON: {exc.msg}", source=source, line=exc.lineno) from None
+    except RecursionError:  # the decoder recurses per level: thousands of '[' exhaust it
+        raise InputError("invalid JSON: nested too deeply", source=source) from None
     if not isinstance(records, list):
         raise InputError("expected a JSON list of jobs", source=source)
     seen: dict[str, int] = {}
@@ -277,7 +280,7 @@ def import_philly_json(text: str, source: str) -> LoadedWorkload:
             continue
         first = seen.setdefault(job_id, n)
         if first != n:
-            raise InputError(f"duplicate job id '{job_id}' (first at [{first}])",
+            raise InputError(f"duplicate job id {job_id!r} (first at [{first}])",
                              source=source, field=f"{where}.jobid")
         user = record.get("user")
         rows.append((job_id, submitted, gpus, duration, user if isinstance(user, str) else ""))
@@ -330,13 +333,9 @@ def _json_time(value: object, source: str, field: str) -> datetime | None:
     if value is None or value == "None":
         return None
     if not isinstance(value, str):
-        raise InputError(f"expected a date-time string, got {value!r}", source=source,
-                         field=field)
-    try:
-        return datetime.fromisoformat(value.strip())
-    except ValueError:
-        raise InputError(f"expected a date-time like 2017-10-07 01:11:39, got '{value}'",
-                         source=source, field=field) from None
+        raise InputError(f"expected a date-time string, got {type(value).__name__}",
+                         source=source, field=field)
+    return parse_datetime(value, source, None, field)
 
 
 TABLE_IMPORTERS: dict[str, Callable[[Table], LoadedWorkload]] = {

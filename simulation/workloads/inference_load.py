@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from simulation.errors import InputError
+from simulation.limits import MAX_LOAD_POINTS, MAX_SEED, MAX_SUBMIT_SECONDS, check_number
 from simulation.model import InferenceLoad
 from simulation.workloads._rows import (
     Table,
@@ -60,6 +61,11 @@ def parse_inference_load_text(text: str, source: str = "upload",
     busy: list[int] = []
     for line, cells in table:
         t = non_negative(parse_float(cells[i_time], source, line, "time"), source, line, "time")
+        check_number(t, field="time", maximum=MAX_SUBMIT_SECONDS, source=source, line=line,
+                     unit="s")
+        if len(times) == MAX_LOAD_POINTS:
+            raise InputError(f"more than {MAX_LOAD_POINTS:,} rows; a load is limited to that",
+                             source=source, line=line)
         if times and t <= times[-1]:
             raise InputError(f"time {t:g} is not after the previous {times[-1]:g}",
                              source=source, line=line, field="time")
@@ -99,6 +105,14 @@ def generate_inference_load(
     _check(total_servers > 0, "total_servers", "must be positive")
     _check(days > 0, "days", "must be positive")
     _check(step_seconds > 0, "step_seconds", "must be positive")
+    _check(days * 86400 <= MAX_SUBMIT_SECONDS, "days",
+           f"must be at most {MAX_SUBMIT_SECONDS / 86400:g} days")
+    _check(days * 86400 / step_seconds <= MAX_LOAD_POINTS, "step_seconds",
+           f"gives {days * 86400 / step_seconds:,.0f} points; a load is limited to "
+           f"{MAX_LOAD_POINTS:,} (use a longer step)")
+    _check(all(math.isfinite(v) for v in (peak_to_trough, peak_hour, trough_hour, noise)),
+           "peak_to_trough", "peak_to_trough, peak_hour, trough_hour and noise must be finite")
+    _check(0 <= seed <= MAX_SEED, "seed", f"must be in [0, {MAX_SEED}]")
     _check(peak_to_trough >= 1, "peak_to_trough", "must be at least 1")
     _check(0 < peak_utilization <= 1, "peak_utilization", "must be in (0, 1]")
     _check(noise >= 0, "noise", "must not be negative")

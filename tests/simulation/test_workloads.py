@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from simulation.errors import InputError
+from simulation.limits import MAX_JOB_SECONDS, MAX_SUBMIT_SECONDS
 from simulation.model import JobSpec, PoolKind, Workload
 from simulation.workloads import (
     GeneratorSpec,
@@ -492,8 +493,8 @@ def job_specs(draw: st.DrawFn) -> JobSpec:
     workers = draw(st.integers(1, 16))
     low = draw(st.integers(1, workers))
     return JobSpec(
-        job_id=draw(names), submit_time=draw(st.floats(0, 1e9)),
-        num_gpus=per_worker * workers, duration=draw(st.floats(0, 1e8)),
+        job_id=draw(names), submit_time=draw(st.floats(0, MAX_SUBMIT_SECONDS)),
+        num_gpus=per_worker * workers, duration=draw(st.floats(0, MAX_JOB_SECONDS)),
         model=draw(names), gpus_per_worker=per_worker, min_workers=low,
         max_workers=draw(st.integers(workers, 64)), pool=draw(st.none() | names),
         gpu_type=draw(st.none() | names), preemptible=draw(st.booleans()),
