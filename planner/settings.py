@@ -131,6 +131,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "planner.core.context_processors.roles",
             ],
         },
     },
@@ -205,7 +206,7 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
         "rest_framework.authentication.TokenAuthentication",
     ],
-    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_PERMISSION_CLASSES": ["planner.core.roles.CanRead"],
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,
@@ -283,13 +284,29 @@ PLANNER_RUN_MAX_ATTEMPTS = env_int("PLANNER_RUN_MAX_ATTEMPTS", 3)
 PLANNER_SWEEP_MAX_RUNS = env_int("PLANNER_SWEEP_MAX_RUNS", 500)
 
 
-# --- Live decision API ----------------------------------------------------------------------
-# DRF scoped throttle rates per user (planner.live.permissions.LiveThrottle), e.g. "600/min";
-# an empty value turns a scope's throttle off.
+# --- Cache, throttles, sign-in limits -------------------------------------------------------
+# Redis (REDIS_URL's database, keys under "planner:") when set, so every web process shares
+# throttle and sign-in counts; otherwise LocMem, per process, for one local machine.
 
+if REDIS_URL:
+    CACHES = {"default": {
+        "BACKEND": "planner.core.cache.PrefixedRedisCache",
+        "LOCATION": REDIS_URL,
+        "KEY_PREFIX": "planner",
+        "OPTIONS": {"socket_connect_timeout": 1.0, "socket_timeout": 1.0},
+    }}
+else:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+
+# Scoped throttle rates per user (per address when anonymous), e.g. "600/min"; an empty value
+# turns a scope off (planner.core.throttling.SharedScopedThrottle).
 PLANNER_LIVE_THROTTLE_RATES = {
     "live-read": env_str("PLANNER_THROTTLE_READ", "1200/min") or None,
     "live-decide": env_str("PLANNER_THROTTLE_DECIDE", "600/min") or None,
+}
+PLANNER_WHATIF_THROTTLE_RATES = {
+    "whatif-read": env_str("PLANNER_THROTTLE_WHATIF_READ", "1200/min") or None,
+    "whatif-write": env_str("PLANNER_THROTTLE_WHATIF_WRITE", "60/min") or None,
 }
 
 

@@ -79,6 +79,21 @@ def media_root(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         yield folder
 
 
+@pytest.fixture(autouse=True)
+def _cache_cleared() -> Iterator[None]:
+    """Throttle and sign-in counts start at zero in every test (on Redis they would outlive
+    the test, and user ids repeat across sessions)."""
+    from django.conf import settings
+
+    if not settings.configured:
+        yield
+        return
+    from django.core.cache import cache
+
+    cache.clear()
+    yield
+
+
 @pytest.fixture(scope="session")
 def celery_worker_process(
     django_db_setup, media_root: Path, tmp_path_factory: pytest.TempPathFactory

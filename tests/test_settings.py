@@ -25,6 +25,7 @@ def test_local_defaults_need_no_server(clean_env):
     loaded = runpy.run_path(SETTINGS_FILE)
 
     assert loaded["DEBUG"] is True
+    assert loaded["CACHES"]["default"]["BACKEND"].endswith("LocMemCache")
     assert loaded["DATABASES"]["default"]["ENGINE"] == "django.db.backends.sqlite3"
     assert loaded["DATABASES"]["default"]["NAME"] == str(REPO / "var" / "db.sqlite3")
     assert loaded["DATABASES"]["default"]["TEST"]["NAME"] == str(REPO / "var" / "test_db.sqlite3")
@@ -33,11 +34,13 @@ def test_local_defaults_need_no_server(clean_env):
     assert (REPO / "var" / "celery" / "queue").is_dir()
 
 
-def test_redis_url_is_broker_and_result_backend(clean_env):
+def test_redis_url_is_broker_result_backend_and_cache(clean_env):
     clean_env.setenv("REDIS_URL", "redis://127.0.0.1:6379/5")
 
     loaded = runpy.run_path(SETTINGS_FILE)
 
+    assert loaded["CACHES"]["default"]["LOCATION"] == "redis://127.0.0.1:6379/5"
+    assert loaded["CACHES"]["default"]["BACKEND"] == "planner.core.cache.PrefixedRedisCache"
     assert loaded["CELERY_BROKER_URL"] == "redis://127.0.0.1:6379/5"
     assert loaded["CELERY_RESULT_BACKEND"] == "redis://127.0.0.1:6379/5"
     visibility = loaded["CELERY_BROKER_TRANSPORT_OPTIONS"]["visibility_timeout"]

@@ -1,5 +1,8 @@
 """Dashboard pages: thin views over the clusters/scenarios selectors and services.
 
+Every page needs a role (`planner.core.roles`): any role reads, the scenario builder needs
+`planner`. Anonymous visitors are sent to the sign-in page; a user without the role gets 403.
+
 Figures come from `planner.dashboard.figures` (pure functions) and reach the page as JSON in
 `json_script` tags; `static/js/charts.js` draws them and `static/js/live.js` keeps live parts
 current by re-fetching their fragment views.
@@ -12,13 +15,13 @@ from collections.abc import Sequence
 from typing import Any
 
 import plotly.io as pio
-from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 
 from planner.clusters import selectors as cluster_selectors
 from planner.clusters.models import Cluster
+from planner.core.roles import PLAN, READ, role_required
 from planner.dashboard import figures, selectors, services
 from planner.dashboard.forms import ScenarioBuilderForm
 from planner.dashboard.selectors import PoolState, cluster_pool_states
@@ -39,20 +42,20 @@ SUMMARY_COLUMNS = (
 )
 
 
-@login_required
+@role_required(READ)
 def cluster_list(request: HttpRequest) -> HttpResponse:
     return render(request, "dashboard/cluster_list.html",
                   {"clusters": cluster_selectors.cluster_list(), "nav": "clusters"})
 
 
-@login_required
+@role_required(READ)
 def cluster_detail(request: HttpRequest, cluster_id: int) -> HttpResponse:
     context = _cluster_live_context(cluster_id=cluster_id)
     context.update(refresh_seconds=_refresh_seconds(request), nav="clusters")
     return render(request, "dashboard/cluster_detail.html", context)
 
 
-@login_required
+@role_required(READ)
 def cluster_live(request: HttpRequest, cluster_id: int) -> HttpResponse:
     """The live part of the cluster page alone, re-fetched by live.js every few seconds."""
     return render(request, "dashboard/_cluster_live.html",
@@ -109,7 +112,7 @@ def chart_payloads(charts: Sequence[figures.Chart]) -> list[dict]:
 # --- Planner pages ----------------------------------------------------------------------------
 
 
-@login_required
+@role_required(PLAN)
 def scenario_new(request: HttpRequest) -> HttpResponse:
     """The scenario builder: on success the scenario runs and the run list shows progress."""
     form = ScenarioBuilderForm(request.POST or None, request.FILES or None)
@@ -126,14 +129,14 @@ def scenario_new(request: HttpRequest) -> HttpResponse:
                   status=status)
 
 
-@login_required
+@role_required(READ)
 def scenario_list(request: HttpRequest) -> HttpResponse:
     return render(request, "dashboard/scenario_list.html",
                   {"scenarios": scenario_selectors.scenario_list()[:200],
                    "sweeps": scenario_selectors.sweep_list()[:50], "nav": "scenarios"})
 
 
-@login_required
+@role_required(READ)
 def run_list(request: HttpRequest) -> HttpResponse:
     """Newest runs with progress bars that poll /api/v1/runs/<id>/ until each run ends."""
     scenario = None
@@ -145,7 +148,7 @@ def run_list(request: HttpRequest) -> HttpResponse:
                   {"runs": runs, "scenario": scenario, "nav": "runs"})
 
 
-@login_required
+@role_required(READ)
 def scenario_compare(request: HttpRequest, scenario_id: int) -> HttpResponse:
     """Every chart for one seed of a scenario; the query string reopens the same view.
 
@@ -195,7 +198,7 @@ def scenario_compare(request: HttpRequest, scenario_id: int) -> HttpResponse:
     })
 
 
-@login_required
+@role_required(READ)
 def sweep_detail(request: HttpRequest, sweep_id: int) -> HttpResponse:
     """Metric against one grid parameter with a 95 % band across seeds, per policy."""
     try:

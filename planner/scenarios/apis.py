@@ -12,6 +12,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from planner.core.roles import API_AUTHENTICATION, CanPlan, CanRead
+from planner.core.throttling import SharedScopedThrottle
 from planner.scenarios import selectors, services
 from planner.scenarios.models import Run, RunResult, RunStatus, Scenario, Sweep
 from simulation.errors import InputError
@@ -27,6 +29,22 @@ def _get(model, pk: int):
         return model.objects.get(pk=pk)
     except model.DoesNotExist:
         raise NotFound(f"{model._meta.verbose_name} {pk} does not exist") from None
+
+
+class WhatIfRead:
+    """Reads of runs, results and sweeps: any role (planner.core.roles), throttled per user."""
+
+    authentication_classes = API_AUTHENTICATION
+    permission_classes = [CanRead]
+    throttle_classes = [SharedScopedThrottle]
+    throttle_scope = "whatif-read"
+
+
+class WhatIfWrite(WhatIfRead):
+    """Uploads, launches, sweeps, re-runs and cancels: the planner role (or admin)."""
+
+    permission_classes = [CanPlan]
+    throttle_scope = "whatif-write"
 
 
 class RunOutputSerializer(serializers.ModelSerializer):
@@ -46,7 +64,7 @@ class RunOutputSerializer(serializers.ModelSerializer):
             return None
 
 
-class RunListApi(APIView):
+class RunListApi(WhatIfRead, APIView):
     """Runs with their progress, for pages to poll; filter by scenario, sweep and status."""
 
     class FilterSerializer(serializers.Serializer):
@@ -66,7 +84,7 @@ class RunListApi(APIView):
         return paginator.get_paginated_response(RunOutputSerializer(page, many=True).data)
 
 
-class RunDetailApi(APIView):
+class RunDetailApi(WhatIfRead, APIView):
     @extend_schema(responses=RunOutputSerializer)
     def get(self, request: Request, run_id: int) -> Response:
         try:
@@ -76,7 +94,7 @@ class RunDetailApi(APIView):
         return Response(RunOutputSerializer(run).data)
 
 
-class RunCancelApi(APIView):
+class RunCancelApi(WhatIfWrite, APIView):
     @extend_schema(request=None, responses=RunOutputSerializer)
     def post(self, request: Request, run_id: int) -> Response:
         _get(Run, run_id)
@@ -87,7 +105,7 @@ class RunCancelApi(APIView):
         return Response(RunOutputSerializer(run).data)
 
 
-class RunRerunApi(APIView):
+class RunRerunApi(WhatIfWrite, APIView):
     @extend_schema(request=None, responses={201: RunOutputSerializer})
     def post(self, request: Request, run_id: int) -> Response:
         _get(Run, run_id)
@@ -105,7 +123,7 @@ def _run_with_result(run_id: int) -> Run:
     return run
 
 
-class RunExportJsonApi(APIView):
+class RunExportJsonApi(WhatIfRead, APIView):
     @extend_schema(responses={200: dict})
     def get(self, request: Request, run_id: int) -> Response:
         run = _run_with_result(run_id)
@@ -114,7 +132,7 @@ class RunExportJsonApi(APIView):
         return response
 
 
-class RunExportCsvApi(APIView):
+class RunExportCsvApi(WhatIfRead, APIView):
     """One table of a result as CSV: `?table=jobs` (default), `timeseries` or `summary`."""
 
     class QuerySerializer(serializers.Serializer):
@@ -132,7 +150,7 @@ class RunExportCsvApi(APIView):
         return response
 
 
-class WorkloadUploadApi(APIView):
+class WorkloadUploadApi(WhatIfWrite, APIView):
     """Upload a trace in any supported format; refused with the line and field when bad."""
 
     parser_classes = [MultiPartParser, FormParser]
@@ -161,7 +179,7 @@ class WorkloadUploadApi(APIView):
         return Response(self.OutputSerializer(workload).data, status=status.HTTP_201_CREATED)
 
 
-class ScenarioLaunchApi(APIView):
+class ScenarioLaunchApi(WhatIfWrite, APIView):
     """Create one run per policy x seed of the scenario (identical earlier runs are reused).
 
     A scenario with a policy that cannot run on its inputs is refused (400, naming the
@@ -191,7 +209,7 @@ class SweepOutputSerializer(serializers.ModelSerializer):
         return selectors.sweep_progress(sweep=sweep)
 
 
-class SweepCreateApi(APIView):
+class SweepCreateApi(WhatIfWrite, APIView):
     """A parameter grid over a scenario, e.g. ``{"grid": {"load_scale": [1, 2]}}``."""
 
     class InputSerializer(serializers.Serializer):
@@ -210,7 +228,7 @@ class SweepCreateApi(APIView):
         return Response(SweepOutputSerializer(sweep).data, status=status.HTTP_201_CREATED)
 
 
-class SweepDetailApi(APIView):
+class SweepDetailApi(WhatIfRead, APIView):
     @extend_schema(responses=SweepOutputSerializer,
                    parameters=[OpenApiParameter("sweep_id", int, OpenApiParameter.PATH)])
     def get(self, request: Request, sweep_id: int) -> Response:

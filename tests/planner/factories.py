@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.contrib.auth.models import Group, User
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from planner.clusters.models import Cluster
@@ -62,3 +63,11 @@ def scenario_make(*, policies: list[Any] | None = None, seeds: list[int] | None 
         workload=workload_make(num_jobs=num_jobs), inference_load=load,
         policies=policies or ["fifo", "sjf"], seeds=seeds or [0],
     )
+
+
+def user_with_role(name: str, role: str | None, *, password: str = "pw-for-tests-only") -> User:
+    """A user in the role's group (viewer, planner, operator), or in none."""
+    user = User.objects.create_user(name, password=password)
+    if role is not None:
+        user.groups.add(Group.objects.get_or_create(name=role)[0])
+    return user

@@ -23,11 +23,25 @@ CHROMIUM_ARGS = [
 ]
 
 
+def _signed_in(client, django_user_model, *, role: str):
+    from django.contrib.auth.models import Group
+
+    user = django_user_model.objects.create_user(role, password=f"pw-{role}-1")
+    user.groups.add(Group.objects.get_or_create(name=role)[0])
+    client.force_login(user)
+    return client
+
+
 @pytest.fixture
 def viewer(client, django_user_model):
-    """A Django test client signed in as an ordinary user (the pages need a sign-in)."""
-    client.force_login(django_user_model.objects.create_user("viewer", password="pw-viewer-1"))
-    return client
+    """A Django test client signed in as a viewer (the pages need a role)."""
+    return _signed_in(client, django_user_model, role="viewer")
+
+
+@pytest.fixture
+def planner(client, django_user_model):
+    """A Django test client signed in as a planner (the scenario builder needs that role)."""
+    return _signed_in(client, django_user_model, role="planner")
 
 
 @pytest.fixture(scope="session")

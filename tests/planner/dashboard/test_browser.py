@@ -26,7 +26,10 @@ def _legend_traces(page, chart_id: str) -> list[str]:
 
 
 def _sign_in(page, live_server, django_user_model) -> None:
-    django_user_model.objects.create_user("planner", password="pw-planner-1")
+    from django.contrib.auth.models import Group
+
+    user = django_user_model.objects.create_user("planner", password="pw-planner-1")
+    user.groups.add(Group.objects.get_or_create(name="planner")[0])
     page.goto(f"{live_server.url}/accounts/login/")
     page.get_by_label("Username").fill("planner")
     page.get_by_label("Password").fill("pw-planner-1")

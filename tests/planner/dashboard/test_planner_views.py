@@ -46,18 +46,18 @@ def _builder_data(**overrides):
     return data
 
 
-def test_builder_page_lists_every_registered_policy(viewer):
+def test_builder_page_lists_every_registered_policy(planner):
     from simulation.policies import registry
 
-    response = viewer.get(reverse("dashboard:scenario-new"))
+    response = planner.get(reverse("dashboard:scenario-new"))
     assert response.status_code == 200
     html = response.content.decode()
     for name in registry():
         assert f'value="{name}"' in html
 
 
-def test_builder_creates_and_launches_the_scenario(viewer):
-    response = viewer.post(reverse("dashboard:scenario-new"), _builder_data())
+def test_builder_creates_and_launches_the_scenario(planner):
+    response = planner.post(reverse("dashboard:scenario-new"), _builder_data())
     scenario = Scenario.objects.get()
     assert response.status_code == 302
     assert response["Location"] == f"{reverse('dashboard:run-list')}?scenario={scenario.pk}"
@@ -66,10 +66,10 @@ def test_builder_creates_and_launches_the_scenario(viewer):
         ("fifo", 0), ("fifo", 1), ("sjf", 0), ("sjf", 1)]
 
 
-def test_builder_accepts_an_uploaded_trace_and_policy_parameters(viewer):
+def test_builder_accepts_an_uploaded_trace_and_policy_parameters(planner):
     data = _builder_data(workload_source="upload", trace=upload("five.csv", TRACE_CSV),
                          policies=["tiresias"], param__tiresias__promote_knob="4")
-    response = viewer.post(reverse("dashboard:scenario-new"), data)
+    response = planner.post(reverse("dashboard:scenario-new"), data)
     assert response.status_code == 302, response.context["form"].errors
     assert Workload.objects.get().num_jobs == 5
 
@@ -86,8 +86,8 @@ def test_builder_accepts_an_uploaded_trace_and_policy_parameters(viewer):
     ({"engine_settings": "oops"}, "engine_settings", "expected key=value"),
     ({"param__sjf__nonsense": "1"}, None, None),
 ])
-def test_builder_shows_errors_inline_and_saves_nothing(viewer, overrides, field, words):
-    response = viewer.post(reverse("dashboard:scenario-new"), _builder_data(**overrides))
+def test_builder_shows_errors_inline_and_saves_nothing(planner, overrides, field, words):
+    response = planner.post(reverse("dashboard:scenario-new"), _builder_data(**overrides))
     if field is None:  # an unknown input name is simply ignored
         assert response.status_code == 302
         return
@@ -100,9 +100,9 @@ def test_builder_shows_errors_inline_and_saves_nothing(viewer, overrides, field,
     assert not Workload.objects.exists()
 
 
-def test_a_bad_trace_names_its_line_and_leaves_no_cluster_behind(viewer):
+def test_a_bad_trace_names_its_line_and_leaves_no_cluster_behind(planner):
     bad = "job_id,submit_time,num_gpus,duration\na,0,1,600\nb,10,two,60\n"
-    response = viewer.post(reverse("dashboard:scenario-new"), _builder_data(
+    response = planner.post(reverse("dashboard:scenario-new"), _builder_data(
         workload_source="upload", trace=upload("bad.csv", bad)))
     assert response.status_code == 400
     message = " ".join(response.context["form"].errors["trace"])
@@ -110,8 +110,8 @@ def test_a_bad_trace_names_its_line_and_leaves_no_cluster_behind(viewer):
     assert not Cluster.objects.exists() and not Scenario.objects.exists()
 
 
-def test_a_bad_policy_parameter_is_shown_next_to_that_parameter(viewer):
-    response = viewer.post(reverse("dashboard:scenario-new"), _builder_data(
+def test_a_bad_policy_parameter_is_shown_next_to_that_parameter(planner):
+    response = planner.post(reverse("dashboard:scenario-new"), _builder_data(
         policies=["tiresias"], param__tiresias__promote_knob="many"))
     assert response.status_code == 400
     assert "param__tiresias__promote_knob" in response.context["form"].errors

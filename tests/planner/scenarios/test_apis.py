@@ -4,12 +4,11 @@ import csv
 import io
 
 import pytest
-from django.contrib.auth.models import User
 from rest_framework.test import APIClient
 
 from planner.scenarios import services
 from planner.scenarios.models import RunStatus
-from tests.planner.factories import scenario_make
+from tests.planner.factories import scenario_make, user_with_role
 
 pytestmark = pytest.mark.django_db
 
@@ -22,7 +21,7 @@ def media_root(settings, tmp_path):
 @pytest.fixture
 def client() -> APIClient:
     api = APIClient()
-    api.force_authenticate(User.objects.create_user("planner"))
+    api.force_authenticate(user_with_role("planner", "planner"))
     return api
 
 

@@ -6,7 +6,6 @@ creating runs, and the builder shows the reason next to the policies and saves n
 """
 
 import pytest
-from django.contrib.auth.models import User
 from django.urls import reverse
 from rest_framework.test import APIClient
 
@@ -15,7 +14,7 @@ from planner.clusters.services import cluster_create_from_spec
 from planner.scenarios.models import Run, Scenario, Workload
 from planner.scenarios.services import scenario_create
 from simulation.errors import InputError
-from tests.planner.factories import cluster_make, workload_make
+from tests.planner.factories import cluster_make, user_with_role, workload_make
 
 pytestmark = pytest.mark.django_db
 
@@ -66,7 +65,7 @@ def test_launch_api_refuses_a_scenario_saved_around_the_check():
                                        workload=workload_make(),
                                        policies=[{"policy": "sia", "params": {}}], seeds=[0])
     api = APIClient()
-    api.force_authenticate(User.objects.create_user("planner"))
+    api.force_authenticate(user_with_role("planner", "planner"))
     response = api.post(f"/api/v1/scenarios/{scenario.pk}/launch")
     assert response.status_code == 400
     (message,) = response.json()["policies[0]"]
@@ -76,7 +75,7 @@ def test_launch_api_refuses_a_scenario_saved_around_the_check():
 
 def test_builder_shows_the_refusal_next_to_the_policies_and_saves_nothing(client,
                                                                           django_user_model):
-    client.force_login(django_user_model.objects.create_user("viewer", password="pw-viewer-1"))
+    client.force_login(user_with_role("planner", "planner"))
     response = client.post(reverse("dashboard:scenario-new"), {
         "name": "what if", "cluster": "", "cluster_spec": INFERENCE_ONLY,
         "workload_source": "generator", "gen_num_jobs": "4", "gen_arrival_rate_per_hour": "30",

@@ -1,12 +1,11 @@
 """Malformed uploads are refused with the line and field, and nothing is saved."""
 
 import pytest
-from django.contrib.auth.models import User
 from django.core.files.uploadedfile import TemporaryUploadedFile
 from rest_framework.test import APIClient
 
 from planner.scenarios.models import Workload
-from tests.planner.factories import TRACE_CSV, upload
+from tests.planner.factories import TRACE_CSV, upload, user_with_role
 
 pytestmark = pytest.mark.django_db
 
@@ -21,7 +20,7 @@ def media_root(settings, tmp_path):
 @pytest.fixture
 def client() -> APIClient:
     api = APIClient()
-    api.force_authenticate(User.objects.create_user("planner"))
+    api.force_authenticate(user_with_role("planner", "planner"))
     return api
 
 
