@@ -268,7 +268,30 @@ CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_RESULT_ACCEPT_CONTENT = ["json"]
 CELERY_RESULT_EXPIRES = env_int("CELERY_RESULT_EXPIRES", 86400)
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# A worker whose broker went away retries for as long as it takes (Celery's default gives up
+# after 100 attempts and the worker exits).
+CELERY_BROKER_CONNECTION_RETRY = True
+CELERY_BROKER_CONNECTION_MAX_RETRIES = None
 CELERY_TIMEZONE = TIME_ZONE
+
+# Periodic maintenance (planner.scenarios.dispatch.maintenance_run): fail runs whose worker was
+# lost, send runs the broker never got, finish stalled sweeps. `celery -A planner beat` sends
+# it every PLANNER_MAINTENANCE_SECONDS to its own queue, so a worker busy with long runs never
+# delays it: start one worker on that queue (`celery -A planner worker -Q maintenance`).
+PLANNER_MAINTENANCE_SECONDS = env_float("PLANNER_MAINTENANCE_SECONDS", 15.0)
+PLANNER_MAINTENANCE_QUEUE = env_str("PLANNER_MAINTENANCE_QUEUE", "maintenance")
+CELERY_TASK_ROUTES = {"scenarios.maintenance": {"queue": PLANNER_MAINTENANCE_QUEUE}}
+CELERY_BEAT_SCHEDULE = {
+    "maintenance": {
+        "task": "scenarios.maintenance",
+        "schedule": PLANNER_MAINTENANCE_SECONDS,
+        "options": {"expires": PLANNER_MAINTENANCE_SECONDS},
+    },
+}
+CELERY_BEAT_SCHEDULE_FILENAME = env_str("CELERY_BEAT_SCHEDULE_FILENAME",
+                                        str(VAR_DIR / "celerybeat-schedule"))
+# How often each worker writes its heartbeat row (the health check reads those).
+PLANNER_WORKER_HEARTBEAT_SECONDS = env_float("PLANNER_WORKER_HEARTBEAT_SECONDS", 10.0)
 
 
 # --- Planner: uploads, result files, what-if runs ------------------------------------------
@@ -281,6 +304,8 @@ PLANNER_MAX_UPLOAD_MB = env_int("PLANNER_MAX_UPLOAD_MB", 50)
 PLANNER_RUN_HEARTBEAT_SECONDS = env_float("PLANNER_RUN_HEARTBEAT_SECONDS", 10.0)
 PLANNER_RUN_STALE_SECONDS = env_float("PLANNER_RUN_STALE_SECONDS", 300.0)
 PLANNER_RUN_MAX_ATTEMPTS = env_int("PLANNER_RUN_MAX_ATTEMPTS", 3)
+# A queued run not sent to the broker this long after its creation is sent by the maintenance.
+PLANNER_RUN_DISPATCH_GRACE_SECONDS = env_float("PLANNER_RUN_DISPATCH_GRACE_SECONDS", 10.0)
 PLANNER_SWEEP_MAX_RUNS = env_int("PLANNER_SWEEP_MAX_RUNS", 500)
 
 
@@ -313,7 +338,8 @@ PLANNER_WHATIF_THROTTLE_RATES = {
 # --- Health checks ---------------------------------------------------------------------------
 
 HEALTH_CONNECT_TIMEOUT = env_float("HEALTH_CONNECT_TIMEOUT", 2.0)
-HEALTH_WORKER_TIMEOUT = env_float("HEALTH_WORKER_TIMEOUT", 1.0)
+# Each web process checks the services at most once per this many seconds.
+HEALTH_CACHE_SECONDS = env_float("HEALTH_CACHE_SECONDS", 5.0)
 
 
 # --- Logging ---------------------------------------------------------------------------------

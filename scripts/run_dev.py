@@ -1,8 +1,17 @@
-"""Run the development web server and one Celery worker together; Ctrl-C stops both.
+"""Run the development web server, a Celery worker and the periodic maintenance together.
 
-Each child runs in its own process group. On SIGINT or SIGTERM (or when either child exits)
-every group gets SIGINT, as a terminal's Ctrl-C would send, then SIGKILL after a grace
-period, so no worker, pool process or autoreloader is left behind.
+Three children, each in its own process group:
+
+- `celery worker` for what-if runs (one process);
+- `celery worker -B -Q maintenance`: Celery beat embedded in a small worker of its own queue,
+  so the periodic maintenance (fail lost runs, send runs the broker never got) runs on time
+  even while the run worker is busy;
+- `manage.py runserver`, with DEBUG=1 unless DEBUG is set (DEBUG is off by default elsewhere).
+
+A worker that exits (killed, or gave up on a broker) is started again after a short pause;
+when the web server exits, or on SIGINT or SIGTERM, every group gets SIGINT, as a terminal's
+Ctrl-C would send, then SIGKILL after a grace period, so no worker, pool process or
+autoreloader is left behind.
 
 Usage: python scripts/run_dev.py [--host 127.0.0.1] [--port 8000]
 """
@@ -17,15 +26,24 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 GRACE_SECONDS = 15.0
+RESTART_PAUSE_SECONDS = 2.0
 
 
-def children_start(*, host: str, port: int) -> list[subprocess.Popen]:
+def commands(*, host: str, port: int) -> dict[str, list[str]]:
     python = sys.executable
-    commands = [
-        [python, "-m", "celery", "-A", "planner", "worker", "-l", "info", "--concurrency", "1"],
-        [python, "manage.py", "runserver", f"{host}:{port}"],
-    ]
-    return [subprocess.Popen(command, cwd=REPO, start_new_session=True) for command in commands]
+    celery = [python, "-m", "celery", "-A", "planner"]
+    queue = os.environ.get("PLANNER_MAINTENANCE_QUEUE", "maintenance")
+    return {
+        "worker": celery + ["worker", "-l", "info", "--concurrency", "1", "-n", "runs@%h"],
+        "maintenance": celery + ["worker", "-B", "-l", "info", "--pool", "solo", "-Q", queue,
+                                 "-n", "maintenance@%h"],
+        "web": [python, "manage.py", "runserver", f"{host}:{port}"],
+    }
+
+
+def child_start(*, command: list[str]) -> subprocess.Popen:
+    env = {**os.environ, "DEBUG": os.environ.get("DEBUG", "1")}
+    return subprocess.Popen(command, cwd=REPO, env=env, start_new_session=True)
 
 
 def children_stop(*, children: list[subprocess.Popen]) -> None:
@@ -65,29 +83,36 @@ def main() -> int:
     signal.signal(signal.SIGINT, request_stop)
     signal.signal(signal.SIGTERM, request_stop)
 
-    children = children_start(host=args.host, port=args.port)
-    worker, web = children
+    planned = commands(host=args.host, port=args.port)
+    running = {name: child_start(command=command) for name, command in planned.items()}
+    ended: list[subprocess.Popen] = []
     print(
         f"planner: serving http://{args.host}:{args.port}/ with a Celery worker "
-        f"(worker pid {worker.pid}, web pid {web.pid}; Ctrl-C stops both)",
+        f"(worker pid {running['worker'].pid}, web pid {running['web'].pid}, maintenance pid "
+        f"{running['maintenance'].pid}; Ctrl-C stops all)",
         flush=True,
     )
     exit_code = 0
     try:
         while not stop_requested:
-            exited = [child for child in children if child.poll() is not None]
-            if exited:
-                print(
-                    f"planner: {' '.join(map(str, exited[0].args[1:4]))} exited with code "
-                    f"{exited[0].returncode}; stopping the rest",
-                    file=sys.stderr,
-                    flush=True,
-                )
+            web = running["web"]
+            if web.poll() is not None:
+                print(f"planner: the web server exited with code {web.returncode}; stopping "
+                      "the rest", file=sys.stderr, flush=True)
                 exit_code = 1
                 break
+            for name in ("worker", "maintenance"):
+                child = running[name]
+                if child.poll() is not None:
+                    print(f"planner: the {name} (pid {child.pid}) exited with code "
+                          f"{child.returncode}; starting it again", file=sys.stderr, flush=True)
+                    ended.append(child)
+                    time.sleep(RESTART_PAUSE_SECONDS)
+                    running[name] = child_start(command=planned[name])
+                    print(f"planner: {name} pid {running[name].pid}", flush=True)
             time.sleep(0.2)
     finally:
-        children_stop(children=children)
+        children_stop(children=list(running.values()) + ended)
     print("planner: stopped", flush=True)
     return exit_code
 

@@ -1,6 +1,7 @@
 """Shared fixtures: a real Celery worker process on the Redis broker."""
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import REPO, session_database_url, skip_or_fail
+from tests.support import REPO, closed_port, session_database_url, skip_or_fail
 
 WORKER_START_SECONDS = 60.0
 WORKER_STOP_SECONDS = 20.0
@@ -147,3 +148,18 @@ def celery_worker_process(
         yield worker
     finally:
         _worker_stop(process=process)
+
+
+@pytest.fixture
+def private_redis(tmp_path: Path):
+    """A `redis-server` of this test alone (tests/planner/scenarios/outage.py), killed after."""
+    from tests.planner.scenarios.outage import PrivateRedis
+
+    if shutil.which("redis-server") is None:
+        skip_or_fail("redis-server is not installed: the broker outage tests start their own")
+    server = PrivateRedis(port=closed_port(), folder=tmp_path)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.kill()

@@ -10,15 +10,20 @@ import json
 import logging
 import os
 import socket
+import threading
 import time
 from dataclasses import asdict, dataclass
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import redis
 from django.conf import settings
-from django.db import connections
+from django.db import DatabaseError, connections
+from django.utils import timezone
+
+from planner.core.models import Heartbeat, HeartbeatKind
 
 logger = logging.getLogger(__name__)
 
@@ -132,43 +137,96 @@ def _filesystem_broker_check() -> ServiceStatus:
     )
 
 
-def _filesystem_pidbox_prune(*, max_age: float) -> None:
-    folder = Path(settings.CELERY_BROKER_TRANSPORT_OPTIONS["data_folder_in"])
-    cutoff = time.time() - max_age
-    for message in folder.glob("*.pidbox.msg"):
-        try:
-            if message.stat().st_mtime < cutoff:
-                message.unlink()
-        except FileNotFoundError:
-            continue
+def broker_started_at(*, redis_url: str, timeout: float) -> datetime | None:
+    """When the Redis broker last started (from its uptime), 1 s late rather than early.
 
-
-def worker_check(*, timeout: float) -> ServiceStatus:
-    """Broadcast a Celery ping and list the workers that answer within ``timeout`` seconds.
-
-    Works on both brokers: Kombu's filesystem transport supports the fanout exchange that
-    Celery's remote control uses, so no heartbeat file is needed. That transport has no
-    message expiry, though: a ping sent while no worker runs stays in the queue folder, so
-    pings older than a minute are pruned first.
+    Messages sent before then may be lost (a restart without persistence). None when the
+    broker is the filesystem transport (its messages are files that survive) or unreachable.
     """
-    from planner.celery import app
-
-    if not settings.REDIS_URL:
-        _filesystem_pidbox_prune(max_age=60.0)
+    if not redis_url:
+        return None
+    client = redis.Redis.from_url(redis_url, socket_connect_timeout=timeout, socket_timeout=timeout)
     try:
-        replies = app.control.ping(timeout=timeout)
+        uptime = int(client.info("server")["uptime_in_seconds"])
     except Exception as error:
-        return ServiceStatus(
-            ok=False, detail=f"worker ping failed ({_reason(error=error, timeout=timeout)})"
-        )
-    names = sorted(name for reply in replies for name in reply)
+        logger.warning("broker start time unknown: %s", _reason(error=error, timeout=timeout))
+        return None
+    finally:
+        client.close()
+    return timezone.now() - timedelta(seconds=uptime - 1)
+
+
+# --- Heartbeats --------------------------------------------------------------------------------
+
+
+def heartbeat_record(*, name: str, kind: str, queues: str = "") -> None:
+    Heartbeat.objects.update_or_create(
+        name=name, defaults={"kind": kind, "queues": queues, "seen_at": timezone.now()})
+
+
+def heartbeat_remove(*, name: str) -> None:
+    Heartbeat.objects.filter(name=name).delete()
+
+
+class WorkerHeartbeat:
+    """Writes this worker's heartbeat row from a thread of its main process.
+
+    A thread, not the worker's timer: with the solo pool a run holds the main loop for
+    minutes, and the worker must still look alive. A write that fails (database restarting)
+    is logged and retried at the next beat.
+    """
+
+    def __init__(self, *, name: str, queues: list[str], interval: float) -> None:
+        self.name, self.queues, self.interval = name, ",".join(sorted(queues)), interval
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat, daemon=True, name="worker-heartbeat")
+
+    def _beat(self) -> None:
+        while True:
+            try:
+                heartbeat_record(name=self.name, kind=HeartbeatKind.WORKER, queues=self.queues)
+            except Exception as error:
+                logger.warning("worker heartbeat not written: %s", error)
+            finally:
+                connections.close_all()
+            if self._stop.wait(self.interval):
+                return
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+        try:
+            heartbeat_remove(name=self.name)
+        finally:
+            connections.close_all()
+
+
+def worker_check(*, within_seconds: float, queue: str) -> ServiceStatus:
+    """Workers that consume `queue` and wrote a heartbeat in the last `within_seconds`."""
+    since = timezone.now() - timedelta(seconds=within_seconds)
+    names = [beat.name for beat in Heartbeat.objects.filter(
+        kind=HeartbeatKind.WORKER, seen_at__gte=since) if queue in beat.queues.split(",")]
     if not names:
         return ServiceStatus(
-            ok=False,
-            detail=f"no Celery worker answered within {timeout:g} s "
-            "(start one: celery -A planner worker)",
-        )
+            ok=False, detail=f"no Celery worker for the {queue!r} queue seen in the last "
+            f"{within_seconds:g} s (start one: celery -A planner worker)")
     return ServiceStatus(ok=True, detail=f"{len(names)} worker(s): {', '.join(names)}")
+
+
+def scheduler_check(*, within_seconds: float) -> ServiceStatus:
+    """Whether the periodic maintenance (Celery beat and a maintenance worker) ran lately."""
+    beat = Heartbeat.objects.filter(name="maintenance",
+                                    kind=HeartbeatKind.MAINTENANCE).first()
+    age = (timezone.now() - beat.seen_at).total_seconds() if beat else None
+    if age is None or age > within_seconds:
+        last = "never" if age is None else f"{age:.0f} s ago"
+        return ServiceStatus(
+            ok=False, detail=f"the periodic maintenance last ran {last} (start celery -A "
+            f"planner beat and a worker for the {settings.PLANNER_MAINTENANCE_QUEUE!r} queue)")
+    return ServiceStatus(ok=True, detail=f"maintenance ran {age:.0f} s ago")
 
 
 def services_check(*, timeout: float) -> list[ServiceStatus]:
@@ -179,21 +237,62 @@ def services_check(*, timeout: float) -> list[ServiceStatus]:
     ]
 
 
-def health_report(*, connect_timeout: float, worker_timeout: float) -> dict[str, Any]:
-    """The health document served at /api/v1/health and shown on the home page."""
+def health_report(*, connect_timeout: float) -> dict[str, Any]:
+    """The health document: database and broker reachability, worker and scheduler heartbeats.
+
+    Costs a query, a TCP connect and a Redis PING; no message goes to the workers.
+    """
+    from planner.celery import app
+
     database = database_check(timeout=connect_timeout)
     broker = broker_check(redis_url=settings.REDIS_URL, timeout=connect_timeout)
-    if broker.ok:
-        worker = worker_check(timeout=worker_timeout)
-    else:
-        worker = ServiceStatus(ok=False, detail="not checked: broker unreachable")
-    healthy = database.ok and broker.ok and worker.ok
+    worker = scheduler = ServiceStatus(ok=False, detail="not checked: database unreachable")
+    if database.ok:
+        try:
+            stale = 3 * settings.PLANNER_WORKER_HEARTBEAT_SECONDS
+            worker = worker_check(within_seconds=stale, queue=app.conf.task_default_queue)
+            scheduler = scheduler_check(within_seconds=3 * settings.PLANNER_MAINTENANCE_SECONDS)
+        except DatabaseError as error:  # e.g. not migrated yet
+            worker = scheduler = ServiceStatus(
+                ok=False, detail=f"heartbeats unreadable ({_reason(error=error, timeout=0)})")
+    healthy = database.ok and broker.ok and worker.ok and scheduler.ok
     return {
         "status": "ok" if healthy else "degraded",
         "database": asdict(database),
         "broker": asdict(broker),
         "worker": asdict(worker),
+        "scheduler": asdict(scheduler),
     }
+
+
+_health_lock = threading.Lock()
+_health_cached: tuple[float, dict[str, Any]] | None = None
+
+
+def health_report_cached(*, max_age: float) -> dict[str, Any]:
+    """`health_report`, computed at most once per `max_age` seconds in this process.
+
+    However many clients poll, the services are checked once per interval (callers that
+    arrive while it is computed wait for that answer instead of checking again).
+    """
+    global _health_cached
+    with _health_lock:
+        if _health_cached is None or time.monotonic() - _health_cached[0] >= max_age:
+            report = health_report(connect_timeout=settings.HEALTH_CONNECT_TIMEOUT)
+            _health_cached = (time.monotonic(), report)
+        return _health_cached[1]
+
+
+def health_cache_clear() -> None:
+    """Forget the cached report: the next call checks the services again."""
+    global _health_cached
+    with _health_lock:
+        _health_cached = None
+
+
+def health_public(*, report: dict[str, Any]) -> dict[str, Any]:
+    """What anyone may see: up or degraded, no host, database or worker names."""
+    return {"status": report["status"]}
 
 
 def database_identity() -> dict[str, str]:

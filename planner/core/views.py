@@ -4,12 +4,13 @@ from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
-from planner.core.services import health_report
+from planner.core.roles import READ, user_can
+from planner.core.services import health_public, health_report_cached
 
 
 def home(request: HttpRequest) -> HttpResponse:
-    health = health_report(
-        connect_timeout=settings.HEALTH_CONNECT_TIMEOUT,
-        worker_timeout=settings.HEALTH_WORKER_TIMEOUT,
-    )
-    return render(request, "core/home.html", {"health": health})
+    """The front page: the health status for anyone, each service's detail for a role."""
+    report = health_report_cached(max_age=settings.HEALTH_CACHE_SECONDS)
+    detailed = user_can(request.user, READ)
+    health = report if detailed else health_public(report=report)
+    return render(request, "core/home.html", {"health": health, "detailed": detailed})

@@ -47,15 +47,26 @@ class WhatIfWrite(WhatIfRead):
     throttle_scope = "whatif-write"
 
 
+UNSENT_NOTICE = ("saved and queued; the task broker is unreachable, so the run is sent to a "
+                 "worker when the broker is back")
+
+
 class RunOutputSerializer(serializers.ModelSerializer):
     summary = serializers.SerializerMethodField()
+    notice = serializers.SerializerMethodField()
     wall_seconds = serializers.FloatField(allow_null=True)
 
     class Meta:
         model = Run
         fields = ["id", "scenario", "sweep", "policy", "params", "seed", "variant", "status",
                   "progress", "attempts", "error", "reused_from", "created_at", "started_at",
-                  "finished_at", "heartbeat_at", "wall_seconds", "content_hash", "summary"]
+                  "finished_at", "heartbeat_at", "wall_seconds", "content_hash", "summary",
+                  "dispatched_at", "notice"]
+
+    def get_notice(self, run: Run) -> str:
+        """Why a queued run has not reached a worker yet, or empty."""
+        unsent = run.status == RunStatus.QUEUED and run.dispatched_at is None
+        return UNSENT_NOTICE if unsent else ""
 
     def get_summary(self, run: Run) -> dict | None:
         try:
@@ -199,14 +210,23 @@ class ScenarioLaunchApi(WhatIfWrite, APIView):
 
 class SweepOutputSerializer(serializers.ModelSerializer):
     progress = serializers.SerializerMethodField()
+    runs_unsent = serializers.SerializerMethodField()
+    notice = serializers.SerializerMethodField()
 
     class Meta:
         model = Sweep
         fields = ["id", "scenario", "name", "grid", "status", "created_at", "finished_at",
-                  "progress", "aggregate"]
+                  "progress", "aggregate", "runs_unsent", "notice"]
 
     def get_progress(self, sweep: Sweep) -> dict[str, int]:
         return selectors.sweep_progress(sweep=sweep)
+
+    def get_runs_unsent(self, sweep: Sweep) -> int:
+        """Queued runs not yet sent to the broker (it was unreachable)."""
+        return sweep.runs.filter(status=RunStatus.QUEUED, dispatched_at__isnull=True).count()
+
+    def get_notice(self, sweep: Sweep) -> str:
+        return UNSENT_NOTICE if self.get_runs_unsent(sweep) else ""
 
 
 class SweepCreateApi(WhatIfWrite, APIView):

@@ -151,8 +151,10 @@ class Run(models.Model):
     """One simulation: scenario x policy x seed (x sweep variant), and how it went.
 
     `attempts` counts executions: a task redelivered after its worker died starts the next
-    attempt, and an older attempt still alive notices and stops. `heartbeat_at` is refreshed
-    while a run executes; the reaper fails runs whose heartbeat went stale.
+    attempt, and an older attempt still alive notices and stops. A queued run is sent to the
+    broker after its transaction commits (`dispatched_at`), or later by the maintenance.
+    `heartbeat_at` is refreshed while a run executes; the reaper fails runs whose heartbeat
+    went stale.
     """
 
     scenario = models.ForeignKey(Scenario, on_delete=models.CASCADE, related_name="runs")
@@ -167,7 +169,11 @@ class Run(models.Model):
                               default=RunStatus.QUEUED)
     progress = models.FloatField(default=0.0)
     attempts = models.PositiveIntegerField(default=0)
-    task_id = models.CharField(max_length=64, blank=True)
+    task_id = models.CharField(max_length=64, blank=True,
+                               help_text="the message a worker may execute this run for")
+    dispatched_at = models.DateTimeField(
+        null=True, blank=True, help_text="when the run was sent to the broker; empty while "
+        "the broker was unreachable (the periodic maintenance sends it)")
     reused_from = models.ForeignKey("self", on_delete=models.SET_NULL, null=True, blank=True,
                                     related_name="+", help_text="identical run whose result "
                                     "was copied instead of computing again")

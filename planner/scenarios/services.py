@@ -21,7 +21,6 @@ from datetime import timedelta
 from pathlib import PurePath
 from typing import Any
 
-from celery import group
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.core.files.base import ContentFile, File
@@ -290,14 +289,16 @@ def scenario_delete(*, scenario: Scenario) -> None:
 # --- Runs: creation, launch, cancel, re-run --------------------------------------------------
 
 def runs_enqueue(*, runs: list[Run]) -> None:
-    """Send the queued runs to the workers as one Celery group once the transaction commits."""
-    from planner.scenarios.tasks import run_execute_task
+    """Send the queued runs to the workers once the transaction commits.
 
-    queued = [(run.pk, run.task_id) for run in runs if run.status == RunStatus.QUEUED]
+    A broker that is down fails nothing: the runs stay queued, unsent (`dispatched_at` empty),
+    and the periodic maintenance sends them when it is back (see `dispatch`).
+    """
+    from planner.scenarios.dispatch import runs_dispatch
+
+    queued = [run for run in runs if run.status == RunStatus.QUEUED]
     if queued:
-        transaction.on_commit(lambda: group(
-            run_execute_task.si(pk).set(task_id=task_id) for pk, task_id in queued
-        ).apply_async())
+        transaction.on_commit(lambda: runs_dispatch(runs=queued))
 
 
 def run_create(*, scenario: Scenario, policy: str, settings: dict[str, Any], seed: int,
@@ -362,7 +363,8 @@ def run_cancel(*, run_id: int) -> Run:
         from planner.celery import app
 
         task_id = run.task_id
-        transaction.on_commit(lambda: app.control.revoke(task_id))
+        # Best effort: the run is cancelled in the database, which the task checks anyway.
+        transaction.on_commit(lambda: app.control.revoke(task_id), robust=True)
     return run
 
 
@@ -430,11 +432,16 @@ def _progress_reporter(*, run_id: int, attempt: int):
     return report
 
 
-def _run_claim(*, run_id: int) -> Run | None:
-    """Start the next attempt of a run, or None when there is nothing (left) to do."""
+def _run_claim(*, run_id: int, task_id: str | None = None) -> Run | None:
+    """Start the next attempt of a run, or None when there is nothing (left) to do.
+
+    A message whose `task_id` is no longer the run's was superseded by a re-send: skipped.
+    """
     with transaction.atomic():
         run = Run.objects.select_for_update().filter(pk=run_id).first()
         if run is None or run.is_terminal:
+            return None
+        if task_id is not None and run.task_id and run.task_id != task_id:
             return None
         if run.attempts >= settings.PLANNER_RUN_MAX_ATTEMPTS:
             _run_finish(run=run, status=RunStatus.FAILED, error=(
@@ -459,14 +466,14 @@ def _run_fail_attempt(*, run_id: int, attempt: int, error: str) -> None:
             _run_finish(run=run, status=RunStatus.FAILED, error=error)
 
 
-def run_execute(*, run_id: int) -> str:
+def run_execute(*, run_id: int, task_id: str | None = None) -> str:
     """Simulate one run and store its result; safe to call again for the same run.
 
     Other stale runs are reaped once this one is claimed, so a run whose worker died is
     failed as soon as any worker is busy, not only when a worker starts; claiming first lets a
     re-delivered task take over its own run however long the re-delivery took.
     """
-    run = _run_claim(run_id=run_id)
+    run = _run_claim(run_id=run_id, task_id=task_id)
     run_reap_stale(timeout_seconds=settings.PLANNER_RUN_STALE_SECONDS)
     if run is None:
         return "skipped"
@@ -590,9 +597,11 @@ def sweep_create(*, scenario: Scenario, grid: dict[str, list[Any]], name: str = 
 
 
 def _sweep_check_on_commit(*, run: Run) -> None:
+    """After commit, aggregate the sweep if this was its last run; a failure there (broker
+    down) is logged, and the periodic maintenance finishes the sweep instead."""
     if run.sweep_id is not None:
         sweep_id = run.sweep_id
-        transaction.on_commit(lambda: sweep_finish_if_done(sweep_id=sweep_id))
+        transaction.on_commit(lambda: sweep_finish_if_done(sweep_id=sweep_id), robust=True)
 
 
 def sweep_finish_if_done(*, sweep_id: int) -> bool:
