@@ -69,7 +69,10 @@ IS_PRODUCTION = PLANNER_ENV == "production"
 
 DEFAULT_SECRET_KEY = "insecure-local-planner-key-change-me"
 SECRET_KEY = env_str("SECRET_KEY", DEFAULT_SECRET_KEY)
-DEBUG = env_bool("DEBUG", default=not IS_PRODUCTION)
+# Off unless asked for: `make run` (scripts/run_dev.py) sets DEBUG=1 for its children. Even on,
+# error pages never list settings (planner.core.debug).
+DEBUG = env_bool("DEBUG", default=False)
+DEFAULT_EXCEPTION_REPORTER_FILTER = "planner.core.debug.NoSettingsExceptionReporterFilter"
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "127.0.0.1,localhost,[::1]")
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", "")
 
@@ -184,8 +187,9 @@ USE_TZ = True
 
 
 # --- Static files ----------------------------------------------------------------------------
-# Sources in static/ at the repo top; every asset is local (no CDN). Whitenoise serves the
-# collected, hashed files only when DEBUG is off; with DEBUG, runserver serves them as-is.
+# Sources in static/ at the repo top; every asset is local (no CDN). With DEBUG, runserver
+# serves them as-is; without, whitenoise does: in production the collected, hashed files,
+# elsewhere the sources directly (no collectstatic needed).
 
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
@@ -196,6 +200,10 @@ STORAGES = {
 }
 if not DEBUG:
     MIDDLEWARE.insert(1, "whitenoise.middleware.WhiteNoiseMiddleware")
+    WHITENOISE_USE_FINDERS = not IS_PRODUCTION
+    if not IS_PRODUCTION:
+        STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # whitenoise warns when it is missing
+if IS_PRODUCTION:
     STORAGES["staticfiles"] = {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"}
 
 
@@ -333,6 +341,8 @@ PLANNER_WHATIF_THROTTLE_RATES = {
     "whatif-read": env_str("PLANNER_THROTTLE_WHATIF_READ", "1200/min") or None,
     "whatif-write": env_str("PLANNER_THROTTLE_WHATIF_WRITE", "60/min") or None,
 }
+PLANNER_SIGNIN_MAX_FAILURES = env_int("PLANNER_SIGNIN_MAX_FAILURES", 5)
+PLANNER_SIGNIN_WINDOW_SECONDS = env_int("PLANNER_SIGNIN_WINDOW_SECONDS", 900)
 
 
 # --- Health checks ---------------------------------------------------------------------------

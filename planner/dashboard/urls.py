@@ -1,14 +1,15 @@
-"""Dashboard pages, mounted at the site root; sign-in uses Django's auth views."""
+"""Dashboard pages, mounted at the site root; sign-in is Django's, with an attempt limit."""
 
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
+from planner.core.signin import SignInView
 from planner.dashboard import views
 
 app_name = "dashboard"
 
 urlpatterns = [
-    path("accounts/login/", auth_views.LoginView.as_view(next_page="dashboard:scenario-list"),
+    path("accounts/login/", SignInView.as_view(next_page="dashboard:scenario-list"),
          name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(next_page="/"), name="logout"),
     path("clusters/", views.cluster_list, name="cluster-list"),
