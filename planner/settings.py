@@ -210,15 +210,19 @@ if IS_PRODUCTION:
 # --- REST API --------------------------------------------------------------------------------
 
 REST_FRAMEWORK = {
+    # Token first (as the live API): an anonymous client is told 401 with
+    # `WWW-Authenticate: Token`, and the schema lists the token scheme first.
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.SessionAuthentication",
         "rest_framework.authentication.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["planner.core.roles.CanRead"],
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
+    # JSON bodies only (uploads name MultiPartParser themselves), bounded and checked.
+    "DEFAULT_PARSER_CLASSES": ["planner.live.parsers.FastJSONParser"],
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "planner.core.schema.PlannerAutoSchema",
 }
 
 SPECTACULAR_SETTINGS = {
@@ -315,6 +319,12 @@ PLANNER_RUN_MAX_ATTEMPTS = env_int("PLANNER_RUN_MAX_ATTEMPTS", 3)
 # A queued run not sent to the broker this long after its creation is sent by the maintenance.
 PLANNER_RUN_DISPATCH_GRACE_SECONDS = env_float("PLANNER_RUN_DISPATCH_GRACE_SECONDS", 10.0)
 PLANNER_SWEEP_MAX_RUNS = env_int("PLANNER_SWEEP_MAX_RUNS", 500)
+# Runs one launch of a scenario creates (policies x seeds), and seeds one scenario lists.
+PLANNER_SCENARIO_MAX_RUNS = env_int("PLANNER_SCENARIO_MAX_RUNS", 200)
+PLANNER_MAX_SEEDS = env_int("PLANNER_MAX_SEEDS", 100)
+# Request bodies (JSON and forms; uploaded files count against PLANNER_MAX_UPLOAD_MB).
+PLANNER_MAX_REQUEST_MB = env_int("PLANNER_MAX_REQUEST_MB", 10)
+DATA_UPLOAD_MAX_MEMORY_SIZE = PLANNER_MAX_REQUEST_MB * 1024 * 1024
 
 
 # --- Cache, throttles, sign-in limits -------------------------------------------------------

@@ -14,3 +14,9 @@ urlpatterns = [
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
     path("admin/", admin.site.urls),
 ]
+
+# JSON instead of Django's HTML error pages under /api/ (planner/core/errors.py).
+handler400 = "planner.core.errors.bad_request"
+handler403 = "planner.core.errors.permission_denied"
+handler404 = "planner.core.errors.page_not_found"
+handler500 = "planner.core.errors.server_error"

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import Count
 
 from planner.clusters.models import Cluster, GpuType, Pool, PoolKind, Server
 from simulation.errors import InputError
+from simulation.limits import check_text
 from simulation.model import ClusterSpec, PoolSpec
 from simulation.model import GpuType as SpecGpuType
 from simulation.model import PoolKind as SpecPoolKind
@@ -67,14 +68,23 @@ def cluster_create_from_spec(*, spec_text: str, source: str = "upload",
 def cluster_create(*, spec: ClusterSpec, name: str | None = None, description: str = "",
                    source: str = "spec") -> Cluster:
     """Store a validated spec: GPU types (shared, must agree), the cluster, pools, servers."""
-    cluster_name = (name or spec.name).strip()
+    cluster_name = check_text((name or spec.name).strip(), field="name", source=source)
+    taken = InputError(f"a cluster named {cluster_name!r} already exists", source=source,
+                       field="name")
     if Cluster.objects.filter(name=cluster_name).exists():
-        raise InputError(f"a cluster named '{cluster_name}' already exists", source=source,
-                         field="name")
+        raise taken
     types = {gpu_name: _gpu_type_get_or_create(gpu=gpu, source=source)
              for gpu_name, gpu in spec.gpu_types.items()
              if any(p.gpu_type == gpu_name for p in spec.pools)}
-    cluster = Cluster.objects.create(name=cluster_name, description=description)
+    try:
+        # The check above misses a cluster of that name that a concurrent request has
+        # created but not yet committed; the unique constraint does not (PostgreSQL makes
+        # this insert wait for that transaction). A savepoint keeps the caller's
+        # transaction usable, and the caller rolls it back on the InputError.
+        with transaction.atomic():
+            cluster = Cluster.objects.create(name=cluster_name, description=description)
+    except IntegrityError:
+        raise taken from None
     servers = []
     for i, pool_spec in enumerate(spec.pools):
         if pool_spec.lending_limit is not None and pool_spec.kind != SpecPoolKind.INFERENCE:

@@ -9,10 +9,12 @@ from __future__ import annotations
 from typing import Any
 
 from django import forms
+from django.conf import settings
 
 from planner.clusters import selectors as cluster_selectors
 from planner.scenarios import selectors as scenario_selectors
 from simulation.errors import InputError
+from simulation.limits import MAX_JOBS, MAX_SEED, MAX_SUBMIT_SECONDS
 from simulation.runner import engine_config, split_settings
 from simulation.workloads import FORMATS
 
@@ -55,7 +57,7 @@ class ScenarioBuilderForm(forms.Form):
     trace_format = forms.ChoiceField(required=False, label="Trace format",
                                      choices=[("", "detect from the header")]
                                      + [(f, f) for f in FORMATS])
-    gen_num_jobs = forms.IntegerField(min_value=1, max_value=200_000, initial=40,
+    gen_num_jobs = forms.IntegerField(min_value=1, max_value=MAX_JOBS, initial=40,
                                       label="Jobs", required=False)
     gen_arrival_rate_per_hour = forms.FloatField(min_value=0.001, initial=30.0, required=False,
                                                  label="Arrivals per hour")
@@ -63,11 +65,12 @@ class ScenarioBuilderForm(forms.Form):
                                                    label="Median duration (minutes)")
     gen_elastic_fraction = forms.FloatField(min_value=0, max_value=1, initial=0.0,
                                             required=False, label="Elastic share of jobs")
-    gen_seed = forms.IntegerField(min_value=0, initial=0, required=False,
+    gen_seed = forms.IntegerField(min_value=0, max_value=MAX_SEED, initial=0, required=False,
                                   label="Workload seed")
     inference_source = forms.ChoiceField(choices=INFERENCE_SOURCES, initial="none",
                                          widget=forms.RadioSelect, label="Inference load")
-    inference_days = forms.FloatField(min_value=0.01, initial=1.0, required=False,
+    inference_days = forms.FloatField(min_value=0.01, max_value=MAX_SUBMIT_SECONDS / 86400,
+                                      initial=1.0, required=False,
                                       label="Days of load")
     inference_peak_utilization = forms.FloatField(min_value=0.01, max_value=1, initial=0.95,
                                                   required=False, label="Peak utilisation")
@@ -104,12 +107,18 @@ class ScenarioBuilderForm(forms.Form):
         seeds = []
         for part in self.cleaned_data["seeds"].replace(";", ",").split(","):
             if part.strip():
-                if not part.strip().isdigit():
+                if not (part.strip().isascii() and part.strip().isdigit()):
                     raise forms.ValidationError(
-                        f"{part.strip()!r} is not a non-negative whole number")
+                        f"{part.strip()[:40]!r} is not a non-negative whole number")
+                if int(part) > MAX_SEED:
+                    raise forms.ValidationError(f"seed {part.strip()[:40]} is over the limit "
+                                                f"of {MAX_SEED}")
                 seeds.append(int(part))
         if not seeds:
             raise forms.ValidationError("give at least one seed")
+        if len(seeds) > settings.PLANNER_MAX_SEEDS:
+            raise forms.ValidationError(f"{len(seeds):,} seeds; a scenario is limited to "
+                                        f"{settings.PLANNER_MAX_SEEDS} (PLANNER_MAX_SEEDS)")
         if len(set(seeds)) != len(seeds):
             raise forms.ValidationError("seeds repeat")
         return seeds

@@ -26,13 +26,23 @@ from simulation.errors import InputError
 _SCENARIO_FIELDS = {"name", "policies", "seeds", "inference_load"}
 
 
+# Generator settings the builder has an input for, by the input's name.
+_GENERATOR_FIELDS = {"num_jobs": "gen_num_jobs", "duration_days": "gen_arrival_rate_per_hour",
+                     "arrival_rate_per_hour": "gen_arrival_rate_per_hour",
+                     "median_duration_minutes": "gen_median_duration_minutes",
+                     "elastic_fraction": "gen_elastic_fraction", "seed": "gen_seed"}
+
+
 @contextmanager
-def _blame(form_field: str, *, keep: set[str] | None = None) -> Iterator[None]:
-    """Re-raise an InputError so it names the builder's input that caused it."""
+def _blame(form_field: str, *, keep: set[str] | None = None,
+           rename: dict[str, str] | None = None) -> Iterator[None]:
+    """Re-raise an InputError so it names the builder's input that caused it: its own field
+    when `keep` has it, the input `rename` maps it to, else `form_field`."""
     try:
         yield
     except InputError as exc:
-        field = exc.field if keep and exc.field in keep else form_field
+        field = (exc.field if keep and exc.field in keep
+                 else (rename or {}).get(exc.field or "", form_field))
         raise InputError(str(exc) if field == form_field else exc.message, source=exc.source,
                          line=exc.line, field=field) from None
 
@@ -56,7 +66,7 @@ def scenario_build_and_launch(*, data: dict[str, Any]) -> Scenario:
                 "arrival_rate_per_hour": data["gen_arrival_rate_per_hour"],
                 "median_duration_minutes": data["gen_median_duration_minutes"],
                 "elastic_fraction": data.get("gen_elastic_fraction") or 0.0}
-        with _blame("gen_num_jobs"):
+        with _blame("gen_num_jobs", rename=_GENERATOR_FIELDS):
             workload = workload_create_from_generator(name=f"{data['name']} workload",
                                                       spec=spec, seed=data.get("gen_seed") or 0)
     load = None

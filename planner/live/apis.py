@@ -17,7 +17,6 @@ from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_sche
 from rest_framework import generics, status
 from rest_framework.authentication import SessionAuthentication
 from rest_framework.exceptions import NotFound, ValidationError
-from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -76,7 +75,7 @@ class ReadApi(APIView):
 
 class WriteApi(APIView):
     authentication_classes = AUTHENTICATION
-    parser_classes = [FastJSONParser, FormParser, MultiPartParser]
+    parser_classes = [FastJSONParser]
     permission_classes = [CanDecide]
     throttle_classes = [LiveThrottle]
     throttle_scope = "live-decide"

@@ -10,9 +10,16 @@ from rest_framework import serializers
 
 from planner.clusters.models import Cluster, Pool, PoolKind, Server
 from planner.live.models import Decision, Job, JobStatus
+from simulation.limits import (
+    MAX_GPUS_PER_JOB,
+    MAX_GPUS_PER_SERVER,
+    MAX_JOB_SECONDS,
+    MAX_SEED,
+)
 
-MAX_GPUS = 100_000
-MAX_SECONDS = 1e9
+# The simulator's input limits (simulation/limits.py), so the schema documents them.
+MAX_GPUS = MAX_GPUS_PER_JOB
+MAX_SECONDS = MAX_JOB_SECONDS
 
 
 # --- resources -------------------------------------------------------------------------------
@@ -123,7 +130,7 @@ class ReplaySerializer(serializers.Serializer):
 class SnapshotServerSerializer(serializers.Serializer):
     id = serializers.CharField()
     pool = serializers.CharField()
-    gpus = serializers.IntegerField(min_value=1, max_value=1024)
+    gpus = serializers.IntegerField(min_value=1, max_value=MAX_GPUS_PER_SERVER)
     gpu_type = serializers.CharField(default="V100")
     on_loan = serializers.BooleanField(default=False)
     kind = serializers.ChoiceField(choices=PoolKind.choices, required=False)
@@ -178,14 +185,14 @@ class ReclaimRequestSerializer(serializers.Serializer):
     count = serializers.IntegerField(min_value=1)
     strategy = serializers.CharField(default="aryl",
                                      help_text="a registered reclaim strategy (aryl, scf, ...)")
-    seed = serializers.IntegerField(min_value=0, default=0)
+    seed = serializers.IntegerField(min_value=0, max_value=MAX_SEED, default=0)
     grace_period_seconds = serializers.FloatField(min_value=0, default=30.0)
 
 
 class ScheduleRequestSerializer(serializers.Serializer):
     policy = serializers.CharField(help_text="a registered scheduling policy")
     params = serializers.DictField(required=False, help_text="the policy's parameters")
-    seed = serializers.IntegerField(min_value=0, default=0)
+    seed = serializers.IntegerField(min_value=0, max_value=MAX_SEED, default=0)
     grace_period_seconds = serializers.FloatField(min_value=0, default=30.0)
 
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from django.http import HttpResponse
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework import serializers, status
+from rest_framework import generics, serializers, status
 from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.pagination import PageNumberPagination
-from rest_framework.parsers import FormParser, MultiPartParser
+from rest_framework.parsers import MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -17,6 +17,8 @@ from planner.core.throttling import SharedScopedThrottle
 from planner.scenarios import selectors, services
 from planner.scenarios.models import Run, RunResult, RunStatus, Scenario, Sweep
 from simulation.errors import InputError
+from simulation.limits import MAX_INT
+from simulation.workloads import FORMATS
 
 
 def _bad_input(exc: InputError, default_field: str) -> ValidationError:
@@ -75,24 +77,34 @@ class RunOutputSerializer(serializers.ModelSerializer):
             return None
 
 
-class RunListApi(WhatIfRead, APIView):
-    """Runs with their progress, for pages to poll; filter by scenario, sweep and status."""
+class RunListApi(WhatIfRead, generics.ListAPIView):
+    """Runs with their progress, for pages to poll; filter by scenario, sweep and status.
+
+    A page of runs (`count`, `next`, `previous`, `results`), as the schema says: a generic
+    list view, so drf-spectacular documents the pagination it answers with.
+    """
+
+    serializer_class = RunOutputSerializer
+    pagination_class = PageNumberPagination
+    filter_backends: list[type] = []  # the filters are validated below
 
     class FilterSerializer(serializers.Serializer):
-        scenario = serializers.IntegerField(required=False, min_value=1)
-        sweep = serializers.IntegerField(required=False, min_value=1)
+        scenario = serializers.IntegerField(required=False, min_value=1, max_value=MAX_INT)
+        sweep = serializers.IntegerField(required=False, min_value=1, max_value=MAX_INT)
         status = serializers.ChoiceField(choices=RunStatus.choices, required=False)
 
-    @extend_schema(parameters=[FilterSerializer], responses=RunOutputSerializer(many=True))
-    def get(self, request: Request) -> Response:
-        filters = self.FilterSerializer(data=request.query_params)
+    @extend_schema(parameters=[FilterSerializer])
+    def get(self, request: Request, *args, **kwargs) -> Response:
+        return super().get(request, *args, **kwargs)
+
+    def get_queryset(self):
+        # A plain dict, not the QueryDict: DRF reads a QueryDict as an HTML form, where
+        # `?status=` means "not given"; here it is a bad value, as the schema says.
+        filters = self.FilterSerializer(data=self.request.query_params.dict())
         filters.is_valid(raise_exception=True)
-        runs = selectors.run_list(scenario_id=filters.validated_data.get("scenario"),
+        return selectors.run_list(scenario_id=filters.validated_data.get("scenario"),
                                   sweep_id=filters.validated_data.get("sweep"),
                                   status=filters.validated_data.get("status"))
-        paginator = PageNumberPagination()
-        page = paginator.paginate_queryset(runs, request, view=self)
-        return paginator.get_paginated_response(RunOutputSerializer(page, many=True).data)
 
 
 class RunDetailApi(WhatIfRead, APIView):
@@ -151,7 +163,7 @@ class RunExportCsvApi(WhatIfRead, APIView):
 
     @extend_schema(parameters=[QuerySerializer], responses={(200, "text/csv"): str})
     def get(self, request: Request, run_id: int) -> HttpResponse:
-        query = self.QuerySerializer(data=request.query_params)
+        query = self.QuerySerializer(data=request.query_params.dict())
         query.is_valid(raise_exception=True)
         table = query.validated_data["table"]
         run = _run_with_result(run_id)
@@ -164,12 +176,13 @@ class RunExportCsvApi(WhatIfRead, APIView):
 class WorkloadUploadApi(WhatIfWrite, APIView):
     """Upload a trace in any supported format; refused with the line and field when bad."""
 
-    parser_classes = [MultiPartParser, FormParser]
+    parser_classes = [MultiPartParser]
 
     class InputSerializer(serializers.Serializer):
         name = serializers.CharField(max_length=200, required=False, default="")
         file = serializers.FileField(allow_empty_file=True)
-        format = serializers.CharField(required=False, allow_blank=True, default="")
+        format = serializers.ChoiceField(choices=FORMATS, required=False, allow_blank=True,
+                                         default="", help_text="blank: detect from the header")
 
     class OutputSerializer(serializers.Serializer):
         id = serializers.IntegerField()

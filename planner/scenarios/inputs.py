@@ -30,6 +30,7 @@ from planner.scenarios.models import (
     WorkloadKind,
 )
 from simulation.errors import InputError
+from simulation.limits import MAX_SERVERS, MAX_SERVERS_PER_POOL
 from simulation.model import ClusterSpec, InferenceLoad, JobSpec, PoolKind
 from simulation.model import Workload as SimWorkload
 from simulation.policies.base import create_policy
@@ -138,10 +139,17 @@ def variant_apply(*, variant: dict[str, Any], cluster: ClusterSpec, workload: Si
 
 
 def cluster_scale(*, cluster: ClusterSpec, factor: float) -> ClusterSpec:
-    """Every pool with `factor` times its servers (at least one); limits scale along."""
+    """Every pool with `factor` times its servers (at least one); limits scale along. A pool
+    or cluster grown past MAX_SERVERS_PER_POOL or MAX_SERVERS is refused."""
     pools = []
+    if sum(max(1, round(p.servers * factor)) for p in cluster.pools) > MAX_SERVERS:
+        raise InputError(f"x{factor:g} makes the cluster larger than {MAX_SERVERS:,} servers",
+                         field="grid.cluster_scale")
     for pool in cluster.pools:
         servers = max(1, round(pool.servers * factor))
+        if servers > MAX_SERVERS_PER_POOL:
+            raise InputError(f"x{factor:g} gives pool {pool.name!r} {servers:,} servers; a pool "
+                             f"is limited to {MAX_SERVERS_PER_POOL:,}", field="grid.cluster_scale")
         lending = None if pool.lending_limit is None else min(
             servers, round(pool.lending_limit * factor))
         quota = None if pool.quota_gpus is None else max(1, round(pool.quota_gpus * factor))

@@ -23,6 +23,7 @@ from typing import Any
 
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
+from django.core.exceptions import ObjectDoesNotExist
 from django.core.files.base import ContentFile, File
 from django.db import connection, transaction
 from django.db.models import Q
@@ -35,6 +36,7 @@ from planner.scenarios import results
 from planner.scenarios.inputs import (
     INFERENCE_LOAD_PARAMS,
     VARIANT_AXES,
+    cluster_scale,
     generator_spec_from_dict,
     policies_check_inputs,
     run_content_hash,
@@ -56,6 +58,7 @@ from planner.scenarios.models import (
 )
 from simulation.engine import EngineConfig
 from simulation.errors import InputError
+from simulation.limits import MAX_SEED, check_text, printable
 from simulation.model import PoolKind
 from simulation.model import Workload as SimWorkload
 from simulation.policies import registry
@@ -148,8 +151,8 @@ def workload_create_from_upload(*, name: str, file: File, format: str | None = N
 def workload_create_from_generator(*, name: str, spec: dict[str, Any], seed: int = 0
                                    ) -> Workload:
     generator = generator_spec_from_dict(spec)
-    if seed < 0:
-        raise InputError("must not be negative", source="generator", field="seed")
+    if not 0 <= seed <= MAX_SEED:
+        raise InputError(f"must be in [0, {MAX_SEED}]", source="generator", field="seed")
     generated = generate_workload(generator, seed=seed)
     return Workload.objects.create(
         name=name, kind=WorkloadKind.GENERATOR, format="generated", generator_spec=spec,
@@ -229,9 +232,22 @@ def _seeds_check(seeds: Any) -> list[int]:
             or any(isinstance(s, bool) or not isinstance(s, int) or s < 0 for s in seeds)):
         raise InputError("expected a non-empty list of non-negative whole numbers",
                          field="seeds")
+    if len(seeds) > settings.PLANNER_MAX_SEEDS:
+        raise InputError(f"{len(seeds):,} seeds; a scenario is limited to "
+                         f"{settings.PLANNER_MAX_SEEDS} (PLANNER_MAX_SEEDS)", field="seeds")
+    if max(seeds) > MAX_SEED:
+        raise InputError(f"seed {max(seeds)} is over the limit of {MAX_SEED}", field="seeds")
     if len(set(seeds)) != len(seeds):
         raise InputError("seeds repeat", field="seeds")
     return seeds
+
+
+def _runs_check(*, runs: int, field: str) -> None:
+    """Refuse creating more runs at once than PLANNER_SCENARIO_MAX_RUNS allows."""
+    limit = settings.PLANNER_SCENARIO_MAX_RUNS
+    if runs > limit:
+        raise InputError(f"{runs:,} runs (policies x seeds); a scenario is limited to {limit} "
+                         "(PLANNER_SCENARIO_MAX_RUNS)", field=field)
 
 
 @transaction.atomic
@@ -249,6 +265,7 @@ def scenario_create(*, name: str, cluster: Cluster, workload: Workload,
         _settings_check(policy=entry["policy"], settings={**engine_settings, **entry["params"]},
                         where=f"policies[{i}]")
     seeds = _seeds_check(seeds)
+    _runs_check(runs=len(entries) * len(seeds), field="seeds")
     policies_check_inputs(cluster=cluster, workload=workload, policies=entries,
                           engine_settings=engine_settings)
     if inference_load is not None:
@@ -383,8 +400,9 @@ def run_rerun(*, run_id: int) -> Run:
 
 
 def _run_finish(*, run: Run, status: str, error: str = "") -> None:
-    """Move a locked run to a terminal status and let its sweep know."""
-    run.status, run.error, run.finished_at = status, error[:4000], timezone.now()
+    """Move a locked run to a terminal status and let its sweep know. The error may quote
+    an input (a job id), so what no text column can hold is escaped."""
+    run.status, run.error, run.finished_at = status, printable(error[:4000]), timezone.now()
     run.save(update_fields=["status", "error", "finished_at"])
     _sweep_check_on_commit(run=run)
 
@@ -461,8 +479,8 @@ def _run_claim(*, run_id: int, task_id: str | None = None) -> Run | None:
 
 def _run_fail_attempt(*, run_id: int, attempt: int, error: str) -> None:
     with transaction.atomic():
-        run = Run.objects.select_for_update().get(pk=run_id)
-        if run.status == RunStatus.RUNNING and run.attempts == attempt:
+        run = Run.objects.select_for_update().filter(pk=run_id).first()
+        if run is not None and run.status == RunStatus.RUNNING and run.attempts == attempt:
             _run_finish(run=run, status=RunStatus.FAILED, error=error)
 
 
@@ -471,7 +489,9 @@ def run_execute(*, run_id: int, task_id: str | None = None) -> str:
 
     Other stale runs are reaped once this one is claimed, so a run whose worker died is
     failed as soon as any worker is busy, not only when a worker starts; claiming first lets a
-    re-delivered task take over its own run however long the re-delivery took.
+    re-delivered task take over its own run however long the re-delivery took. A run deleted
+    meanwhile (its scenario deleted in the admin) stops like a cancelled one: "aborted", no
+    result files left behind.
     """
     run = _run_claim(run_id=run_id, task_id=task_id)
     run_reap_stale(timeout_seconds=settings.PLANNER_RUN_STALE_SECONDS)
@@ -490,6 +510,12 @@ def run_execute(*, run_id: int, task_id: str | None = None) -> str:
         directory = results.result_write(run_id=run_id, attempt=attempt, result=result)
     except RunAborted:
         return "aborted"
+    except ObjectDoesNotExist:
+        if not Run.objects.filter(pk=run_id).exists():  # deleted while it ran
+            return "aborted"
+        logger.exception("run %s failed", run_id)
+        _run_fail_attempt(run_id=run_id, attempt=attempt, error="a row it needs was deleted")
+        return "failed"
     except InputError as exc:
         _run_fail_attempt(run_id=run_id, attempt=attempt, error=str(exc))
         return "failed"
@@ -503,8 +529,8 @@ def run_execute(*, run_id: int, task_id: str | None = None) -> str:
         _run_fail_attempt(run_id=run_id, attempt=attempt, error=f"{type(exc).__name__}: {exc}")
         return "failed"
     with transaction.atomic():
-        run = Run.objects.select_for_update().get(pk=run_id)
-        if run.status != RunStatus.RUNNING or run.attempts != attempt:
+        run = Run.objects.select_for_update().filter(pk=run_id).first()
+        if run is None or run.status != RunStatus.RUNNING or run.attempts != attempt:
             results.result_remove(directory=directory)
             return "aborted"
         RunResult.objects.create(run=run, summary=result.summary, directory=directory)
@@ -538,20 +564,42 @@ def run_reap_stale(*, timeout_seconds: float) -> list[int]:
 
 # --- Sweeps ----------------------------------------------------------------------------------
 
-def _grid_points(grid: Any) -> list[dict[str, Any]]:
+# Bounds of the input axes: a cluster at most 100x its size (and each pool still within
+# MAX_SERVERS_PER_POOL, checked when the run builds it), arrivals at most 1000x faster or
+# slower.
+_AXIS_BOUNDS = {"cluster_scale": (0.0, 100.0), "load_scale": (0.001, 1000.0),
+                "elastic_share": (0.0, 1.0)}
+
+
+def _grid_points(grid: Any, *, max_points: int) -> list[dict[str, Any]]:
+    """Every combination of the grid's values; refused before it is built when there would
+    be more than `max_points` (10 keys of 100 values are 10^20 combinations)."""
     if not isinstance(grid, dict) or not grid:
         raise InputError("expected an object of parameter -> list of values", field="grid")
     for key, values in grid.items():
+        where = f"grid.{printable(key)}"
         if not isinstance(values, list) or not values:
-            raise InputError("expected a non-empty list of values", field=f"grid.{key}")
+            raise InputError("expected a non-empty list of values", field=where)
+        for value in values:
+            if value is not None and not isinstance(value, str | int | float):
+                raise InputError(f"expected numbers, text, true/false or null, got a "
+                                 f"{type(value).__name__}", field=where)
+            if isinstance(value, str):
+                check_text(value, field=where, max_chars=200)
         if key in VARIANT_AXES:
+            low, high = _AXIS_BOUNDS[key]
             for value in values:
-                low_ok = isinstance(value, int | float) and not isinstance(value, bool)
-                if not low_ok or value < 0 or (key != "elastic_share" and value == 0) or (
-                        key == "elastic_share" and value > 1):
-                    bound = "in [0, 1]" if key == "elastic_share" else "a positive number"
-                    raise InputError(f"expected {bound}, got {value!r}", field=f"grid.{key}")
+                number_ok = isinstance(value, int | float) and not isinstance(value, bool)
+                if not number_ok or not (low <= value <= high) or (
+                        key != "elastic_share" and value == 0):
+                    bound = (f"in [{low:g}, {high:g}]" if key == "elastic_share"
+                             else f"a positive number up to {high:g}")
+                    raise InputError(f"expected {bound}, got {value!r}", field=where)
     keys = sorted(grid)
+    if math.prod(len(grid[k]) for k in keys) > max_points:
+        raise InputError(f"{math.prod(len(grid[k]) for k in keys):,} grid points; a sweep is "
+                         f"limited to {max_points:,} runs (PLANNER_SWEEP_MAX_RUNS)",
+                         field="grid")
     return [dict(zip(keys, combo, strict=True))
             for combo in itertools.product(*(grid[k] for k in keys))]
 
@@ -567,7 +615,7 @@ def _variant_settings(*, point: dict[str, Any], policy: str) -> dict[str, Any]:
 @transaction.atomic
 def sweep_create(*, scenario: Scenario, grid: dict[str, list[Any]], name: str = "") -> Sweep:
     """Every grid point x policy x seed as a run; enqueued together as one Celery group."""
-    points = _grid_points(grid)
+    points = _grid_points(grid, max_points=settings.PLANNER_SWEEP_MAX_RUNS)
     policies = registry()
     engine_fields = {f.name for f in dataclasses.fields(EngineConfig)}
     for key in grid:
@@ -575,7 +623,12 @@ def sweep_create(*, scenario: Scenario, grid: dict[str, list[Any]], name: str = 
                        for e in scenario.policies if e["policy"] in policies)
         if key not in VARIANT_AXES and key not in engine_fields and not declared:
             raise InputError("not an engine setting, a parameter of the scenario's policies, "
-                             f"or one of {', '.join(VARIANT_AXES)}", field=f"grid.{key}")
+                             f"or one of {', '.join(VARIANT_AXES)}",
+                             field=f"grid.{printable(key)}")
+    if "cluster_scale" in grid:
+        spec = cluster_to_spec(cluster=scenario.cluster)
+        for factor in grid["cluster_scale"]:
+            cluster_scale(cluster=spec, factor=float(factor))  # refuses one over the limits
     total = len(points) * len(scenario.policies) * len(scenario.seeds)
     if total > settings.PLANNER_SWEEP_MAX_RUNS:
         raise InputError(f"{total} runs exceed the limit of {settings.PLANNER_SWEEP_MAX_RUNS} "
