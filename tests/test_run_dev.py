@@ -102,9 +102,13 @@ def test_run_dev_serves_restarts_a_dead_worker_and_stops_everything_on_sigint(tm
         launcher.send_signal(signal.SIGINT)
         assert launcher.wait(timeout=60) == 0
     finally:
-        if launcher.poll() is None:
-            os.killpg(launcher.pid, signal.SIGKILL)
-            launcher.wait()
+        if launcher.poll() is None:  # a failed assertion: stop the children too
+            launcher.send_signal(signal.SIGINT)
+            try:
+                launcher.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(launcher.pid, signal.SIGKILL)
+                launcher.wait()
 
     log_text = output.read_text(errors="replace")
     assert f"http://127.0.0.1:{port}/" in log_text
