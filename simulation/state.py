@@ -152,6 +152,7 @@ class ClusterState:
         self.pool_servers: dict[str, tuple[str, ...]] = {}
         self.free_index: dict[str, list[dict[str, None]]] = {}
         self.pool_busy: dict[str, int] = {}  # GPUs in use per pool, capped at capacity
+        self.pool_free: dict[str, int] = {}  # free GPUs of available servers per pool
         self.jobs: dict[str, JobState] = {}
         self.queue: dict[str, JobState] = {}
         self.running: dict[str, JobState] = {}
@@ -161,13 +162,13 @@ class ClusterState:
             self.pool_servers[pool.name] = tuple(ids)
             self.free_index[pool.name] = [{} for _ in range(pool.gpus_per_server + 1)]
             self.pool_busy[pool.name] = 0
+            self.pool_free[pool.name] = 0
             for sid in ids:
                 server = ServerState(
                     sid, pool.name, pool.kind, pool.gpus_per_server, pool.gpu_type, speed
                 )
                 self.servers[sid] = server
-                if server.available:
-                    self.free_index[pool.name][server.gpus][sid] = None
+                self._index(server)
 
     # -- jobs -------------------------------------------------------------------------------
 
@@ -377,8 +378,12 @@ class ClusterState:
 
     def _unindex(self, server: ServerState) -> None:
         if server.available:
-            del self.free_index[server.pool][server.free][server.id]
+            free = server.free
+            del self.free_index[server.pool][free][server.id]
+            self.pool_free[server.pool] -= free
 
     def _index(self, server: ServerState) -> None:
         if server.available:
-            self.free_index[server.pool][server.free][server.id] = None
+            free = server.free
+            self.free_index[server.pool][free][server.id] = None
+            self.pool_free[server.pool] += free

@@ -35,6 +35,8 @@ from simulation.policies.ordering import QueueOrder, schedule_by_priority
 from simulation.state import JobStatus
 from simulation.view import ClusterView, JobView
 
+_RUNNING = JobStatus.RUNNING  # read for every job of every round
+
 LAS_QUEUE_PARAMS: tuple[Param, ...] = (
     Param("thresholds", str, "500,10000", "queue boundaries in GPU-seconds, ascending"),
     Param("promote_knob", float, 0.0, "promote when wait ≥ knob × run time; 0 = off"),
@@ -88,7 +90,11 @@ class Tiresias(Policy):
 
     def priority_key(self, view: ClusterView, job: JobView) -> tuple[int, bool, float]:
         """(queue, waiting after running, submit time): lowest runs first."""
-        return (self.queue_index(view, job), job.status != JobStatus.RUNNING, job.submit_time)
+        if self.promote_knob <= 0:  # no resets: the queue is the attained service's level
+            level = bisect_right(self._bounds, job.attained_service)
+        else:
+            level = self.queue_index(view, job)
+        return (level, job.status is not _RUNNING, job.submit_time)
 
     def _frozen_key(self, job: JobView) -> tuple[int, bool, float]:
         """`priority_key` of a waiting job when promotion is off (no clock needed)."""
@@ -100,11 +106,14 @@ class Tiresias(Policy):
         if not view.queue:
             return None
         times: list[float] = []
+        bounds, now = self._bounds, view.now
+        last = len(bounds)
         for job in view.running.values():
-            attained, _ = self._service(job)
-            level = bisect_right(self._bounds, attained)
-            if level < len(self._bounds) and job.gpus:
-                times.append(view.now + (self._bounds[level] - attained) / job.gpus)
+            attained = (job.attained_service if not self._reset
+                        else self._service(job)[0])
+            level = bisect_right(bounds, attained)
+            if level < last and job.gpus:
+                times.append(now + (bounds[level] - attained) / job.gpus)
         if self.promote_knob > 0:
             for job in view.queue.values():
                 _, executed = self._service(job)
