@@ -173,3 +173,16 @@ def test_every_page_and_endpoint_answers_by_role(role):
         assert what_if_rows() == what_if
     if role not in HOLDERS[OPERATE]:  # ... nor job or decision, and the job still queued
         assert live_rows() == live
+
+
+def test_a_refused_page_names_the_role_it_needs():
+    nobody, viewer = Client(), Client()
+    nobody.force_login(user_for("none"))
+    viewer.force_login(user_for("viewer"))
+
+    refused_read = nobody.get("/clusters/")
+    refused_write = viewer.get("/scenarios/new/")
+
+    assert refused_read.status_code == refused_write.status_code == 403
+    assert "Reading needs the viewer, planner or operator role" in refused_read.content.decode()
+    assert "need the planner role" in refused_write.content.decode()
