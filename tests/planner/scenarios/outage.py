@@ -108,20 +108,19 @@ def group_kill(process: subprocess.Popen) -> None:
 
 @contextmanager
 def app_on(url: str) -> Iterator[None]:
-    """This process's Celery app sends to `url` meanwhile (its connection pools rebuilt)."""
+    """This process's Celery app sends to `url` meanwhile, then to its own broker again.
+
+    The app's connection and producer pools are set aside, not closed: kombu keeps one pool
+    per broker URL for the whole process, and a closed one would refuse every later send.
+    """
     from planner.celery import app
 
-    def pools_reset() -> None:
-        if app._pool is not None:
-            app._pool.force_close_all()
-        app._pool = None
-        app.amqp._producer_pool = None
-
-    previous = app.conf.broker_url
-    app.conf.broker_url = url
-    pools_reset()
+    saved = app.conf.broker_url, app._pool, app.amqp._producer_pool
+    app.conf.broker_url, app._pool, app.amqp._producer_pool = url, None, None
     try:
         yield
     finally:
-        app.conf.broker_url = previous
-        pools_reset()
+        private = app._pool
+        app.conf.broker_url, app._pool, app.amqp._producer_pool = saved
+        if private is not None:
+            private.force_close_all()
