@@ -153,6 +153,10 @@ class ClusterState:
         self.free_index: dict[str, list[dict[str, None]]] = {}
         self.pool_busy: dict[str, int] = {}  # GPUs in use per pool, capped at capacity
         self.pool_free: dict[str, int] = {}  # free GPUs of available servers per pool
+        self.available_gpus = 0  # GPUs of servers that may host training now
+        # Ids of jobs whose GPUs changed (placed, released), in order: lets a policy keep an
+        # index over running jobs up to date without rescanning them every round.
+        self.allocation_log: list[str] = []
         self.jobs: dict[str, JobState] = {}
         self.queue: dict[str, JobState] = {}
         self.running: dict[str, JobState] = {}
@@ -169,6 +173,8 @@ class ClusterState:
                 )
                 self.servers[sid] = server
                 self._index(server)
+                if server.available:
+                    self.available_gpus += server.gpus
 
     # -- jobs -------------------------------------------------------------------------------
 
@@ -283,6 +289,7 @@ class ClusterState:
             server.jobs[job.job_id] = server.jobs.get(job.job_id, 0) + slot.gpus
         job.placement = placement
         job.gpus = sum(slot.gpus for slot in placement)
+        self.allocation_log.append(job.spec.job_id)
 
     def occupy_many(self, pairs: Sequence[tuple[JobState, Placement]]) -> None:
         """`check_placement` then `occupy` for each pair in order, with the free-GPU index
@@ -315,6 +322,7 @@ class ClusterState:
                 total += slot.gpus
             job.placement = placement
             job.gpus = total
+            self.allocation_log.append(job_id)
         for server in touched.values():
             self._index(server)
             busy[server.pool] += min(server.used, server.gpus)
@@ -354,6 +362,7 @@ class ClusterState:
             self._change_used(server, -slot.gpus)
         job.placement = ()
         job.gpus = 0
+        self.allocation_log.append(job.spec.job_id)
 
     def set_on_loan(self, server_id: str, on_loan: bool) -> None:
         server = self.servers[server_id]
@@ -367,6 +376,7 @@ class ClusterState:
             )
         self._unindex(server)
         server.on_loan = on_loan
+        self.available_gpus += server.gpus if on_loan else -server.gpus
         self._index(server)
 
     def _change_used(self, server: ServerState, delta: int) -> None:

@@ -261,6 +261,16 @@ class ClusterView:
     def free_gpus(self, pool: str) -> int:
         return self._state.pool_free[pool]
 
+    def available_gpus(self) -> int:
+        """GPUs that can host training now (inference servers count only while on loan)."""
+        return self._state.available_gpus
+
+    def allocations_since(self, mark: int) -> tuple[list[str], int]:
+        """Ids of jobs whose GPUs changed (launched, stopped, resized, moved, finished)
+        since `mark`, oldest first, and the mark to pass next time (start from 0)."""
+        log = self._state.allocation_log
+        return log[mark:], len(log)
+
     @property
     def shares_gpus(self) -> bool:
         return self._state.allow_oversubscription

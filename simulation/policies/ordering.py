@@ -3,14 +3,19 @@
 `launch_in_order` serves non-preemptive policies (FIFO, SJF): walk the queue in priority
 order and launch what fits. `preemptive_schedule` serves preemptive ones (SRTF, SRSF,
 Tiresias): choose the highest-priority set of jobs whose GPUs fit the cluster, preempt the
-running jobs outside it, launch the queued jobs inside it.
+running jobs outside it, launch the queued jobs inside it. `schedule_by_priority` makes the
+same decisions with work that follows what changed rather than how many jobs run or wait:
+`QueueOrder` keeps the queue sorted, `RunningOrder` the running jobs when their keys change
+only at known times (tests/simulation/test_priority_order_equivalence.py checks both).
 """
 
 from __future__ import annotations
 
 import heapq
-from bisect import insort
+import math
+from bisect import bisect_left, insort
 from collections.abc import Callable, Iterable, Iterator
+from itertools import accumulate
 from typing import Any
 
 from simulation.decisions import Decision, Launch, Preempt
@@ -58,7 +63,7 @@ def launch_in_order(
 
 def training_capacity(view: ClusterView) -> int:
     """GPUs that can host training now (inference servers count only while on loan)."""
-    return sum(s.gpus for s in view.servers.values() if s.available)
+    return view.available_gpus()
 
 
 def preemptive_schedule(view: ClusterView, ordered: Iterable[JobView]) -> Iterator[Decision]:
@@ -151,26 +156,153 @@ def _queue_fits(view: ClusterView, free: int) -> bool:
     return True
 
 
+class RunningOrder:
+    """Running jobs kept in priority order across rounds, for keys that change only at
+    times the policy can name (Tiresias' queue changes when attained service crosses a
+    threshold) or when the job's GPUs change.
+
+    Each round `sync` re-keys only the jobs the engine's allocation log names (launched,
+    stopped, resized, moved, finished) and those whose key-change time, less `slack`, has
+    passed; such a job is re-keyed every round until its key has changed. So a round costs
+    what changed, not the number of running jobs, and the order is exactly the one a fresh
+    sort by `key` gives.
+    """
+
+    def __init__(
+        self,
+        key: Callable[[JobView], Any],
+        changes_at: Callable[[ClusterView, JobView], float],
+        *,
+        slack: float,
+    ) -> None:
+        """`changes_at(view, job)` is when the running job's key next changes (inf: never);
+        `slack` bounds how far float rounding can move that time between two rounds."""
+        self._key = key
+        self._changes_at = changes_at
+        self._slack = slack
+        self._reset(None)
+
+    def _reset(self, view: ClusterView | None) -> None:
+        self._view = view
+        self._mark = 0
+        self._entries: list[tuple[SortKey, str]] = []  # sorted
+        self._entry: dict[str, tuple[SortKey, str]] = {}
+        self._gpus: dict[str, int] = {}
+        self._pinned: dict[str, int] = {}  # non-preemptible running jobs (not in `_entries`)
+        self._pinned_gpus = 0
+        self._due: list[tuple[float, int, str]] = []  # (re-key from, stamp, job id)
+        self._stamp: dict[str, int] = {}
+        self._seq = 0
+        self._cum: list[int] | None = None
+
+    def sync(self, view: ClusterView) -> None:
+        """Bring the order up to date with `view` (a new view starts from scratch)."""
+        if view is not self._view:
+            self._reset(view)
+        changed, self._mark = view.allocations_since(self._mark)
+        running = view.running
+        live = running.keys()
+        for job_id in dict.fromkeys(changed):
+            self._drop(job_id)
+            if job_id in live:
+                self._add(view, running[job_id])
+        now, due, again = view.now, self._due, []
+        while due and due[0][0] <= now:
+            _, stamp, job_id = heapq.heappop(due)
+            if self._stamp.get(job_id) == stamp:
+                self._drop(job_id)
+                again.append(running[job_id])
+        for job in again:
+            self._add(view, job)
+
+    def next_change(self, view: ClusterView) -> float | None:
+        """The earliest `changes_at` over the running jobs, as a fresh scan computes it now:
+        evaluated afresh for the jobs whose last computed time is within twice the slack of
+        the earliest one, so rounding cannot pick another job's time."""
+        self.sync(view)
+        due, popped = self._due, []
+        while due and self._stamp.get(due[0][2]) != due[0][1]:
+            heapq.heappop(due)
+        if not due:
+            return None
+        horizon = due[0][0] + 2 * self._slack
+        while due and due[0][0] <= horizon:
+            entry = heapq.heappop(due)
+            if self._stamp.get(entry[2]) == entry[1]:
+                popped.append(entry)
+        for entry in popped:
+            heapq.heappush(due, entry)
+        running = view.running
+        return min(self._changes_at(view, running[job_id]) for _, _, job_id in popped)
+
+    def _add(self, view: ClusterView, job: JobView) -> None:
+        job_id = job.job_id
+        if not job.spec.preemptible:
+            self._pinned[job_id] = job.gpus
+            self._pinned_gpus += job.gpus
+            return
+        entry = ((self._key(job), job.trace_index), job_id)
+        insort(self._entries, entry)
+        self._entry[job_id] = entry
+        self._gpus[job_id] = job.gpus
+        self._cum = None
+        at = self._changes_at(view, job)
+        if at < math.inf:
+            self._seq += 1
+            self._stamp[job_id] = self._seq
+            heapq.heappush(self._due, (at - self._slack, self._seq, job_id))
+
+    def _drop(self, job_id: str) -> None:
+        pinned = self._pinned.pop(job_id, None)
+        if pinned is not None:
+            self._pinned_gpus -= pinned
+            return
+        entry = self._entry.pop(job_id, None)
+        if entry is None:
+            return
+        del self._entries[bisect_left(self._entries, entry)]
+        del self._gpus[job_id]
+        self._stamp.pop(job_id, None)
+        self._cum = None
+
+    def preemptible(self) -> tuple[list[SortKey], list[str], list[int]]:
+        """(sort keys, job ids, prefix sums of GPUs) of the preemptible running jobs."""
+        if self._cum is None:
+            gpus = self._gpus
+            self._cum = [0, *accumulate(gpus[job_id] for _, job_id in self._entries)]
+        return [k for k, _ in self._entries], [j for _, j in self._entries], self._cum
+
+    @property
+    def pinned_gpus(self) -> int:
+        return self._pinned_gpus
+
+
 def schedule_by_priority(
-    view: ClusterView, key: Callable[[JobView], Any], order: QueueOrder | None = None
+    view: ClusterView,
+    key: Callable[[JobView], Any],
+    order: QueueOrder | None = None,
+    running: RunningOrder | None = None,
 ) -> Iterator[Decision]:
     """A preemptive priority policy: `key` orders jobs, lowest first (ties: trace order).
 
     `order`, when the policy's key of a waiting job is frozen, keeps the queue sorted across
-    rounds. When the whole queue fits in the free GPUs, the global order would keep every
-    running job and start every queued one, so the queued jobs are simply launched (the
-    common, uncontended case). Otherwise, or when fragmentation defeats a placement, the
-    full `preemptive_schedule` runs on the state as it now is, over the running jobs merged
-    with the queue in priority order.
+    rounds; `running`, when a running job's key changes only at known times, keeps the
+    running jobs sorted. When the whole queue fits in the free GPUs, the global order would
+    keep every running job and start every queued one, so the queued jobs are simply
+    launched (the common, uncontended case). Otherwise, or when fragmentation defeats a
+    placement, the decisions of `preemptive_schedule` over the running jobs merged with the
+    queue in priority order are made by `_preempt_in_priority_order`.
     """
     if not view.queue:
         return
+    free = sum(view.free_gpus(p.name) for p in view.spec.pools)
+    queued: Iterable[tuple[SortKey, JobView]]
     if order is None:
         queued = sorted(((key(j), j.trace_index), j) for j in view.queue.values())
     else:
-        queued = list(order.entries(view))
-    free = sum(view.free_gpus(p.name) for p in view.spec.pools)
+        queued = order.entries(view)
     if _queue_fits(view, free):
+        queued = list(queued)
         placed_all = True
         for _, job in queued:
             launch = place_requested(view, job)
@@ -183,9 +315,99 @@ def schedule_by_priority(
         if placed_all:
             return
         queued = [(k, job) for k, job in queued if job.status == JobStatus.QUEUED]
-    running = sorted(((key(j), j.trace_index), j) for j in view.running.values())
-    merged = heapq.merge(running, queued, key=lambda entry: entry[0])
-    for decision in preemptive_schedule(view, (job for _, job in merged)):
+    if running is not None:
+        running.sync(view)
+        keys, ids, cum = running.preemptible()
+        pinned = running.pinned_gpus
+    else:
+        keys, ids, cum, pinned = _running_in_order(view, key)
+    decisions = _preempt_in_priority_order(view, keys, ids, cum, pinned, queued)
+    for decision in decisions:
         if order is not None and isinstance(decision, Launch):
             order.forget(decision.job_id)
         yield decision
+
+
+def _running_in_order(
+    view: ClusterView, key: Callable[[JobView], Any]
+) -> tuple[list[SortKey], list[str], list[int], int]:
+    """What `RunningOrder.preemptible` gives, and the pinned GPUs, sorted afresh."""
+    keys: list[SortKey] = []
+    ids: list[str] = []
+    cum = [0]
+    pinned = 0
+    for sort_key, job in sorted(((key(j), j.trace_index), j) for j in view.running.values()):
+        if job.spec.preemptible:
+            keys.append(sort_key)
+            ids.append(job.job_id)
+            cum.append(cum[-1] + job.gpus)
+        else:
+            pinned += job.gpus
+    return keys, ids, cum, pinned
+
+
+def _preempt_in_priority_order(
+    view: ClusterView,
+    keys: list[SortKey],
+    ids: list[str],
+    cum: list[int],
+    pinned_gpus: int,
+    queued: Iterable[tuple[SortKey, JobView]],
+) -> Iterator[Decision]:
+    """`preemptive_schedule` over the running jobs (`ids`, sorted by `keys`, with prefix
+    sums `cum` of their GPUs) merged with `queued`: the same decisions in the same order,
+    without a Python step per running job kept.
+
+    Until the greedy walk keeps a queued job, every running job it passes is kept (they all
+    fit together), and a run of running jobs between two queued ones is kept whole whenever
+    its GPUs fit the budget, so the walk takes such runs in one step by bisection over their
+    keys and steps job by job only inside the run where the budget runs out. A running job
+    holds at least one GPU, so a budget that covers a whole run stays positive until its end.
+    """
+    budget = training_capacity(view) - pinned_gpus
+    evicted: list[str] = []
+    waiting: list[JobView] = []
+    pos, stopped = 0, budget <= 0
+    if not stopped:
+        for sort_key, job in queued:
+            end = bisect_left(keys, sort_key, pos)
+            pos, budget, stopped = _keep_running(ids, cum, pos, end, budget, evicted)
+            if stopped or budget <= 0:
+                stopped = True
+                break
+            need = job.spec.num_gpus
+            if need <= budget:
+                budget -= need
+                waiting.append(job)
+    if not waiting:
+        return
+    if not stopped:
+        pos, budget, stopped = _keep_running(ids, cum, pos, len(ids), budget, evicted)
+    if stopped:
+        evicted.extend(ids[pos:])
+    if evicted:
+        gone = set(evicted)
+        for job_id in [job_id for job_id in view.running.keys() if job_id in gone]:
+            yield Preempt(job_id)
+    for job in waiting:
+        launch = place_requested(view, job)
+        if launch is not None:
+            yield launch
+
+
+def _keep_running(
+    ids: list[str], cum: list[int], lo: int, hi: int, budget: int, evicted: list[str]
+) -> tuple[int, int, bool]:
+    """The greedy walk over running `ids[lo:hi]`: (where it stopped, budget left, whether
+    the budget ran out before `hi`); jobs that do not fit go to `evicted`."""
+    if cum[hi] - cum[lo] <= budget:
+        return hi, budget - (cum[hi] - cum[lo]), False
+    for i in range(lo, hi):
+        if budget <= 0:
+            return i, budget, True
+        gpus = cum[i + 1] - cum[i]
+        if gpus <= budget:
+            budget -= gpus
+        else:
+            evicted.append(ids[i])
+    return hi, budget, False

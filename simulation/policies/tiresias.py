@@ -25,17 +25,21 @@ Choices, following the authors' simulator (SymbioticLab/Tiresias `run_sim.py`, `
 
 from __future__ import annotations
 
+import math
 from bisect import bisect_right
 from collections.abc import Iterator
 
 from simulation.decisions import Decision
 from simulation.errors import InputError
 from simulation.policies.base import Param, Policy, register
-from simulation.policies.ordering import QueueOrder, schedule_by_priority
+from simulation.policies.ordering import QueueOrder, RunningOrder, schedule_by_priority
 from simulation.state import JobStatus
 from simulation.view import ClusterView, JobView
 
 _RUNNING = JobStatus.RUNNING  # read for every job of every round
+# How far float rounding may move a predicted demotion time between rounds; jobs this close
+# to a threshold are re-keyed every round (see `RunningOrder`).
+_DEMOTION_SLACK_SECONDS = 1.0
 
 LAS_QUEUE_PARAMS: tuple[Param, ...] = (
     Param("thresholds", str, "500,10000", "queue boundaries in GPU-seconds, ascending"),
@@ -65,8 +69,14 @@ class Tiresias(Policy):
                              field="thresholds")
         # job id -> (attained GPU·s, executed s) at its last promotion
         self._reset: dict[str, tuple[float, float]] = {}
-        # Without promotion a waiting job's key is frozen, so the queue stays sorted.
-        self._order = QueueOrder(self._frozen_key) if self.promote_knob <= 0 else None
+        # Without promotion a waiting job's key is frozen, so the queue stays sorted, and a
+        # running job's changes only when it crosses a threshold, so the running jobs do.
+        self._order: QueueOrder | None = None
+        self._running: RunningOrder | None = None
+        if self.promote_knob <= 0:
+            self._order = QueueOrder(self._frozen_key)
+            self._running = RunningOrder(self._running_key, self._demotion_time,
+                                         slack=_DEMOTION_SLACK_SECONDS)
 
     def _service(self, job: JobView) -> tuple[float, float]:
         attained0, executed0 = self._reset.get(job.job_id, (0.0, 0.0))
@@ -96,6 +106,18 @@ class Tiresias(Policy):
             level = self.queue_index(view, job)
         return (level, job.status is not _RUNNING, job.submit_time)
 
+    def _running_key(self, job: JobView) -> tuple[int, bool, float]:
+        """`priority_key` of a running job when promotion is off."""
+        return (bisect_right(self._bounds, job.attained_service), False, job.submit_time)
+
+    def _demotion_time(self, view: ClusterView, job: JobView) -> float:
+        """When running `job` crosses its next threshold (inf: in the last queue)."""
+        attained = job.attained_service if not self._reset else self._service(job)[0]
+        level = bisect_right(self._bounds, attained)
+        if level < len(self._bounds) and job.gpus:
+            return view.now + (self._bounds[level] - attained) / job.gpus
+        return math.inf
+
     def _frozen_key(self, job: JobView) -> tuple[int, bool, float]:
         """`priority_key` of a waiting job when promotion is off (no clock needed)."""
         return (bisect_right(self._bounds, self._service(job)[0]), True, job.submit_time)
@@ -105,15 +127,10 @@ class Tiresias(Policy):
         with an empty queue no priority change can start or stop anything)."""
         if not view.queue:
             return None
-        times: list[float] = []
-        bounds, now = self._bounds, view.now
-        last = len(bounds)
-        for job in view.running.values():
-            attained = (job.attained_service if not self._reset
-                        else self._service(job)[0])
-            level = bisect_right(bounds, attained)
-            if level < last and job.gpus:
-                times.append(now + (bounds[level] - attained) / job.gpus)
+        if self._running is not None:
+            return self._running.next_change(view)
+        times = [self._demotion_time(view, job) for job in view.running.values()]
+        times = [t for t in times if t < math.inf]
         if self.promote_knob > 0:
             for job in view.queue.values():
                 _, executed = self._service(job)
@@ -122,4 +139,5 @@ class Tiresias(Policy):
         return min(times) if times else None
 
     def schedule(self, view: ClusterView) -> Iterator[Decision]:
-        return schedule_by_priority(view, lambda j: self.priority_key(view, j), self._order)
+        return schedule_by_priority(view, lambda j: self.priority_key(view, j), self._order,
+                                    self._running)

@@ -1,0 +1,120 @@
+"""The engine under contention: wall, events/s and peak memory per policy, cluster and trace.
+
+Issue #22's targets, on this 2-core machine: every policy on the full Philly trace
+(`pollux_philly.csv`, 82,247 jobs) at 60 × 8 GPUs in ≤ 30 s, with events/s within 2× of the
+uncontended run (300 × 8), and peak memory ≤ 2 GB at 200k jobs. The sweep makes growth
+visible: cluster size (servers of 8 GPUs) × trace length (the first N jobs of the trace; the
+200k case repeats the trace, each copy shifted by the trace's span). Each case runs in a
+fresh process, so its peak RSS is its own; a case over `--timeout` is killed and shown as
+">T". Policies needing per-job profiles (muri-s, muri-l) get them from the trace's model
+column where it has one; Philly has none, so every job there runs ungrouped (see the note of
+issue #22).
+
+    .venv/bin/python benchmarks/bench_scale.py                       # the issue's table
+    .venv/bin/python benchmarks/bench_scale.py --servers 60 --jobs 82247 --policies srtf
+    .venv/bin/python benchmarks/bench_scale.py --sweep               # sizes × lengths
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import resource
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+TRACES = REPO.parent / "shared" / "traces"
+sys.path.insert(0, str(REPO))
+
+POLICIES = ("fifo", "sjf", "srtf", "srsf", "tiresias", "elastic-tiresias", "themis", "antman",
+            "gandiva", "muri-s", "muri-l")
+
+
+def philly_jobs(count: int):
+    """The first `count` jobs of the Philly trace (repeated, shifted in time, past its end)."""
+    from simulation.model import Workload
+    from simulation.workloads import load_trace
+
+    base = load_trace(TRACES / "pollux_philly.csv")
+    jobs = list(base.jobs[:count])
+    span = base.jobs[-1].submit_time + 1.0
+    copy = 1
+    while len(jobs) < count:
+        shift = copy * span
+        jobs += [replace(j, job_id=f"{j.job_id}~{copy}", submit_time=j.submit_time + shift)
+                 for j in base.jobs[: count - len(jobs)]]
+        copy += 1
+    return Workload(tuple(jobs), source=f"philly[:{count}]")
+
+
+def training_cluster(servers: int):
+    from simulation.model import ClusterSpec, GpuType, PoolKind, PoolSpec
+
+    return ClusterSpec(f"{servers}x8", {"V100": GpuType("V100", 1.0, 32.0)},
+                       (PoolSpec("training", PoolKind.TRAINING, "V100", servers, 8),))
+
+
+def one_case(policy: str, servers: int, jobs: int, queue) -> None:
+    from simulation.runner import run_simulation
+
+    workload = philly_jobs(jobs)
+    started = time.perf_counter()
+    result = run_simulation(training_cluster(servers), workload, policy)
+    wall = time.perf_counter() - started
+    summary = result.summary
+    queue.put({
+        "wall": wall,
+        "events": summary["events"],
+        "eps": summary["events"] / wall if wall else 0.0,
+        "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "preemptions": summary["preemptions"],
+        "jct": summary["jct"]["mean"],
+        "util": summary["gpu_utilization"]["training"],
+    })
+
+
+def run_case(policy: str, servers: int, jobs: int, timeout: float) -> dict | None:
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+    proc = ctx.Process(target=one_case, args=(policy, servers, jobs, queue))
+    proc.start()
+    proc.join(timeout)
+    if proc.is_alive():
+        proc.kill()
+        proc.join()
+        return None
+    return queue.get() if not queue.empty() else None
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--policies", default=",".join(POLICIES))
+    parser.add_argument("--servers", default="60,300", help="servers of 8 GPUs, comma-separated")
+    parser.add_argument("--jobs", default="82247", help="jobs from the trace, comma-separated")
+    parser.add_argument("--sweep", action="store_true",
+                        help="servers 40,60,100,300 × jobs 5000,20000,82247")
+    parser.add_argument("--timeout", type=float, default=120.0, help="seconds per case")
+    args = parser.parse_args()
+    servers = [int(s) for s in ("40,60,100,300" if args.sweep else args.servers).split(",")]
+    lengths = [int(n) for n in ("5000,20000,82247" if args.sweep else args.jobs).split(",")]
+    print(f"{'policy':<17} {'servers':>7} {'jobs':>7} {'wall s':>8} {'events':>9} "
+          f"{'events/s':>9} {'peak MB':>8} {'preempt':>8} {'mean JCT s':>11} {'util':>6}",
+          flush=True)
+    for policy in args.policies.split(","):
+        for n in lengths:
+            for size in servers:
+                row = run_case(policy, size, n, args.timeout)
+                if row is None:
+                    print(f"{policy:<17} {size:>7} {n:>7} {'>' + format(args.timeout, '.0f'):>8}",
+                          flush=True)
+                    continue
+                print(f"{policy:<17} {size:>7} {n:>7} {row['wall']:>8.1f} {row['events']:>9} "
+                      f"{row['eps']:>9.0f} {row['peak_mb']:>8.0f} {row['preemptions']:>8} "
+                      f"{row['jct']:>11.0f} {row['util']:>6.3f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
