@@ -9,6 +9,7 @@ from django.db import connection
 
 from planner.core.services import worker_check
 from planner.core.tasks import ping, write_marker
+from tests.planner.scenarios.workers import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -42,7 +43,7 @@ def test_worker_uses_the_test_database(celery_worker_process, tmp_path):
 def test_worker_check_sees_the_workers_heartbeat(celery_worker_process):
     """The worker writes its heartbeat row once ready (and every interval after), naming the
     queues it consumes; the health check reads that row, not a broadcast ping."""
-    status = worker_check(within_seconds=60, queue="celery")
+    status = wait_for(lambda: (found := worker_check(within_seconds=60, queue="celery")).ok
+                      and found, timeout=15, what="the worker's heartbeat")
 
-    assert status.ok
     assert celery_worker_process.nodename in status.detail
