@@ -428,7 +428,7 @@ class Simulation:
 
     def _dequeue(self, job: JobState) -> None:
         self._track_waiting(job, -1)
-        del self.state.queue[job.job_id]
+        self.state.dequeue(job)
         job.queued_seconds += self.clock.now - job.queued_since
 
     def _track_waiting(self, job: JobState, sign: int) -> None:

@@ -9,6 +9,7 @@ API builds one from a snapshot and applies a policy's decisions to it the same w
 from __future__ import annotations
 
 import math
+from bisect import bisect_left
 from collections.abc import Sequence
 from enum import StrEnum
 
@@ -159,6 +160,10 @@ class ClusterState:
         self.allocation_log: list[str] = []
         self.jobs: dict[str, JobState] = {}
         self.queue: dict[str, JobState] = {}
+        self.queued_gpus = 0  # GPUs the queued jobs ask for
+        # (submit time, trace index) of the queued jobs in queue order while that order is
+        # sorted by the pair; None once a tie went in out of trace order (see `enqueue`).
+        self._queue_keys: list[tuple[float, int]] | None = []
         self.running: dict[str, JobState] = {}
         for pool in spec.pools:
             speed = spec.speed_of(pool)
@@ -186,19 +191,47 @@ class ClusterState:
         return job
 
     def enqueue(self, job: JobState, now: float) -> None:
-        """Queue `job`, keeping the queue in submit order (ties: trace order).
+        """Queue `job`, keeping the queue in submit order.
 
-        Arrivals append; a preempted job is put back where its submit time belongs, which
-        rebuilds the dict (O(queue)) but happens only on preemption.
+        Arrivals append (a job submitted at the same time as the last one goes after it); a
+        job submitted earlier than the last one (a preempted job) is put where (submit time,
+        trace order) puts it: by bisection while the queue is sorted by that pair, else by
+        sorting the whole queue, which leaves it sorted. Either way the dict is rebuilt in
+        place (views hold a reference to it).
         """
         job.status = JobStatus.QUEUED
         job.queued_since = now
-        last = next(reversed(self.queue.values()), None) if self.queue else None
-        self.queue[job.job_id] = job
-        if last is not None and job.spec.submit_time < last.spec.submit_time:
-            ordered = sorted(self.queue.values(), key=lambda j: (j.spec.submit_time, j.index))
-            self.queue.clear()  # in place: views hold a reference to this dict
-            self.queue.update((j.job_id, j) for j in ordered)
+        queue, keys = self.queue, self._queue_keys
+        key = (job.spec.submit_time, job.index)
+        self.queued_gpus += job.spec.num_gpus
+        last = next(reversed(queue.values()), None) if queue else None
+        if last is None or job.spec.submit_time >= last.spec.submit_time:
+            queue[job.job_id] = job
+            if keys is not None:
+                if keys and key < keys[-1]:
+                    self._queue_keys = None  # a tie out of trace order: no longer sorted
+                else:
+                    keys.append(key)
+            return
+        if keys is not None:
+            at = bisect_left(keys, key)
+            keys.insert(at, key)
+            items = list(queue.items())
+            items.insert(at, (job.job_id, job))
+        else:
+            queue[job.job_id] = job
+            items = sorted(queue.items(), key=lambda item: (item[1].spec.submit_time,
+                                                            item[1].index))
+            self._queue_keys = [(j.spec.submit_time, j.index) for _, j in items]
+        queue.clear()
+        queue.update(items)
+
+    def dequeue(self, job: JobState) -> None:
+        del self.queue[job.job_id]
+        self.queued_gpus -= job.spec.num_gpus
+        keys = self._queue_keys
+        if keys is not None:
+            del keys[bisect_left(keys, (job.spec.submit_time, job.index))]
 
     def job(self, job_id: str, *, status: JobStatus | None = None) -> JobState:
         job = self.jobs.get(job_id)

@@ -261,6 +261,10 @@ class ClusterView:
     def free_gpus(self, pool: str) -> int:
         return self._state.pool_free[pool]
 
+    def queued_gpus(self) -> int:
+        """GPUs the queued jobs ask for, all together."""
+        return self._state.queued_gpus
+
     def available_gpus(self) -> int:
         """GPUs that can host training now (inference servers count only while on loan)."""
         return self._state.available_gpus

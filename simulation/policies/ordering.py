@@ -146,16 +146,6 @@ class QueueOrder:
         return (job for _, job in self.entries(view))
 
 
-def _queue_fits(view: ClusterView, free: int) -> bool:
-    """Whether every waiting job's requested GPUs together fit in `free` (stops early)."""
-    total = 0
-    for job in view.queue.values():
-        total += job.spec.num_gpus
-        if total > free:
-            return False
-    return True
-
-
 class RunningOrder:
     """Running jobs kept in priority order across rounds, for keys that change only at
     times the policy can name (Tiresias' queue changes when attained service crosses a
@@ -185,8 +175,9 @@ class RunningOrder:
     def _reset(self, view: ClusterView | None) -> None:
         self._view = view
         self._mark = 0
-        self._entries: list[tuple[SortKey, str]] = []  # sorted
-        self._entry: dict[str, tuple[SortKey, str]] = {}
+        self._keys: list[SortKey] = []  # of the preemptible running jobs, sorted
+        self._ids: list[str] = []  # their ids, in the same order
+        self._entry: dict[str, SortKey] = {}
         self._gpus: dict[str, int] = {}
         self._pinned: dict[str, int] = {}  # non-preemptible running jobs (not in `_entries`)
         self._pinned_gpus = 0
@@ -241,9 +232,11 @@ class RunningOrder:
             self._pinned[job_id] = job.gpus
             self._pinned_gpus += job.gpus
             return
-        entry = ((self._key(job), job.trace_index), job_id)
-        insort(self._entries, entry)
-        self._entry[job_id] = entry
+        sort_key = (self._key(job), job.trace_index)
+        at = bisect_left(self._keys, sort_key)
+        self._keys.insert(at, sort_key)
+        self._ids.insert(at, job_id)
+        self._entry[job_id] = sort_key
         self._gpus[job_id] = job.gpus
         self._cum = None
         at = self._changes_at(view, job)
@@ -257,10 +250,12 @@ class RunningOrder:
         if pinned is not None:
             self._pinned_gpus -= pinned
             return
-        entry = self._entry.pop(job_id, None)
-        if entry is None:
+        sort_key = self._entry.pop(job_id, None)
+        if sort_key is None:
             return
-        del self._entries[bisect_left(self._entries, entry)]
+        at = bisect_left(self._keys, sort_key)
+        del self._keys[at]
+        del self._ids[at]
         del self._gpus[job_id]
         self._stamp.pop(job_id, None)
         self._cum = None
@@ -268,9 +263,8 @@ class RunningOrder:
     def preemptible(self) -> tuple[list[SortKey], list[str], list[int]]:
         """(sort keys, job ids, prefix sums of GPUs) of the preemptible running jobs."""
         if self._cum is None:
-            gpus = self._gpus
-            self._cum = [0, *accumulate(gpus[job_id] for _, job_id in self._entries)]
-        return [k for k, _ in self._entries], [j for _, j in self._entries], self._cum
+            self._cum = [0, *accumulate(map(self._gpus.__getitem__, self._ids))]
+        return self._keys, self._ids, self._cum
 
     @property
     def pinned_gpus(self) -> int:
@@ -301,7 +295,7 @@ def schedule_by_priority(
         queued = sorted(((key(j), j.trace_index), j) for j in view.queue.values())
     else:
         queued = order.entries(view)
-    if _queue_fits(view, free):
+    if view.queued_gpus() <= free:  # the whole queue fits
         queued = list(queued)
         placed_all = True
         for _, job in queued:
