@@ -161,6 +161,8 @@ class ClusterState:
         self.jobs: dict[str, JobState] = {}
         self.queue: dict[str, JobState] = {}
         self.queued_gpus = 0  # GPUs the queued jobs ask for
+        self.queued_sizes: dict[int, int] = {}  # GPUs asked -> queued jobs asking that many
+        self.queue_log: list[str] = []  # ids of jobs as they entered the queue, in order
         # (submit time, trace index) of the queued jobs in queue order while that order is
         # sorted by the pair; None once a tie went in out of trace order (see `enqueue`).
         self._queue_keys: list[tuple[float, int]] | None = []
@@ -204,6 +206,9 @@ class ClusterState:
         queue, keys = self.queue, self._queue_keys
         key = (job.spec.submit_time, job.index)
         self.queued_gpus += job.spec.num_gpus
+        sizes = self.queued_sizes
+        sizes[job.spec.num_gpus] = sizes.get(job.spec.num_gpus, 0) + 1
+        self.queue_log.append(job.job_id)
         last = next(reversed(queue.values()), None) if queue else None
         if last is None or job.spec.submit_time >= last.spec.submit_time:
             queue[job.job_id] = job
@@ -229,6 +234,11 @@ class ClusterState:
     def dequeue(self, job: JobState) -> None:
         del self.queue[job.job_id]
         self.queued_gpus -= job.spec.num_gpus
+        sizes = self.queued_sizes
+        if sizes[job.spec.num_gpus] == 1:
+            del sizes[job.spec.num_gpus]
+        else:
+            sizes[job.spec.num_gpus] -= 1
         keys = self._queue_keys
         if keys is not None:
             del keys[bisect_left(keys, (job.spec.submit_time, job.index))]

@@ -261,9 +261,19 @@ class ClusterView:
     def free_gpus(self, pool: str) -> int:
         return self._state.pool_free[pool]
 
+    def queued_since(self, mark: int) -> tuple[list[str], int]:
+        """Ids of jobs put in the queue (arrived or requeued) since `mark`, oldest first,
+        and the mark to pass next time (start from 0)."""
+        log = self._state.queue_log
+        return log[mark:], len(log)
+
     def queued_gpus(self) -> int:
         """GPUs the queued jobs ask for, all together."""
         return self._state.queued_gpus
+
+    def smallest_queued_gpus(self) -> int:
+        """The fewest GPUs any queued job asks for (0 with an empty queue)."""
+        return min(self._state.queued_sizes, default=0)
 
     def available_gpus(self) -> int:
         """GPUs that can host training now (inference servers count only while on loan)."""

@@ -47,10 +47,13 @@ def place_requested(view: ClusterView, job: JobView) -> Launch | None:
 def launch_in_order(
     view: ClusterView, ordered: Iterable[JobView], *, blocking: bool
 ) -> Iterator[Decision]:
-    """Launch queued jobs in `ordered`; with `blocking`, stop at the first that does not fit."""
+    """Launch queued jobs in `ordered`; with `blocking`, stop at the first that does not fit.
+
+    The walk also stops once the free GPUs are fewer than any queued job asks for: no job
+    further on could be launched."""
     free = sum(view.free_gpus(p.name) for p in view.spec.pools)
     for job in ordered:
-        if free <= 0:
+        if free <= 0 or free < view.smallest_queued_gpus():
             return
         launch = place_requested(view, job) if job.spec.num_gpus <= free else None
         if launch is None:
@@ -117,30 +120,58 @@ class QueueOrder:
 
     def __init__(self, key: Callable[[JobView], Any]) -> None:
         self._key = key
+        self._view: ClusterView | None = None
+        self._mark = 0  # position in the view's log of queued jobs
         self._entries: list[tuple[SortKey, int, str]] = []
-        self._live: dict[str, int] = {}  # job id -> sequence number of its current entry
+        self._live: dict[str, tuple[SortKey, int]] = {}  # job id -> its current entry
+        self._forgotten: list[tuple[SortKey, int, str]] = []
         self._seq = 0
 
     def forget(self, job_id: str) -> None:
-        """`job_id` left the queue (the policy launched it)."""
-        self._live.pop(job_id, None)
+        """`job_id` left the queue (the policy launched it). Its entry is removed at the next
+        `entries` (not now: a walk over them may be under way), so the front of the order,
+        where launched jobs were, holds no dead entries to step over."""
+        entry = self._live.pop(job_id, None)
+        if entry is not None:
+            self._forgotten.append((*entry, job_id))
 
     def entries(self, view: ClusterView) -> Iterator[tuple[SortKey, JobView]]:
-        """(sort key, job) for every waiting job, best first."""
+        """(sort key, job) for every waiting job, best first.
+
+        Jobs queued since the last call (the view's log names them) get a fresh entry; a
+        job that left the queue some other way than `forget` is dropped when met.
+        """
+        if view is not self._view:  # another run or snapshot: start afresh
+            self._view, self._mark, self._entries, self._live = view, 0, [], {}
+            self._forgotten = []
+        entries = self._entries
+        for entry in self._forgotten:
+            at = bisect_left(entries, entry)
+            if at < len(entries) and entries[at] == entry:
+                del entries[at]
+        self._forgotten.clear()
         queue = view.queue
-        for job_id in self._live.keys() - queue.keys():
-            del self._live[job_id]
-        for job_id in queue.keys() - self._live.keys():
-            job = queue[job_id]
-            self._seq += 1
-            insort(self._entries, ((self._key(job), job.trace_index), self._seq, job_id))
-            self._live[job_id] = self._seq
-        if len(self._entries) > 2 * len(self._live) + 64:
-            self._entries = [e for e in self._entries if self._live.get(e[2]) == e[1]]
+        waiting = queue.keys()
         live = self._live
+        queued, self._mark = view.queued_since(self._mark)
+        for job_id in dict.fromkeys(queued):
+            if job_id in waiting:
+                job = queue[job_id]
+                self._seq += 1
+                sort_key = (self._key(job), job.trace_index)
+                insort(self._entries, (sort_key, self._seq, job_id))
+                live[job_id] = (sort_key, self._seq)
+        if len(self._entries) > 2 * len(live) + 64:
+            for job_id in live.keys() - waiting:
+                del live[job_id]
+            self._entries = [e for e in self._entries if live.get(e[2], (0, 0))[1] == e[1]]
         for sort_key, seq, job_id in self._entries:
-            if live.get(job_id) == seq:
-                yield sort_key, queue[job_id]
+            entry = live.get(job_id)
+            if entry is not None and entry[1] == seq:
+                if job_id in waiting:
+                    yield sort_key, queue[job_id]
+                else:
+                    del live[job_id]
 
     def jobs(self, view: ClusterView) -> Iterator[JobView]:
         return (job for _, job in self.entries(view))
@@ -369,6 +400,8 @@ def _preempt_in_priority_order(
             if stopped or budget <= 0:
                 stopped = True
                 break
+            if pos == len(ids) and budget < view.smallest_queued_gpus():
+                break  # no running job left to pass, and no queued job fits what is left
             need = job.spec.num_gpus
             if need <= budget:
                 budget -= need
