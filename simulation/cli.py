@@ -113,7 +113,8 @@ def cmd_policies(args: argparse.Namespace) -> int:
         if cls.paper:
             print(f"    paper: {cls.paper}")
         for p in cls.params:
-            print(f"    {p.name} ({p.type.__name__}, default {p.default!r}): {p.help}")
+            bounds = f", {p.bounds[0]:g} to {p.bounds[1]:g}" if p.bounds else ""
+            print(f"    {p.name} ({p.type.__name__}, default {p.default!r}{bounds}): {p.help}")
         interval = cls.interval
         rounds = "at every event" + (f" and every {interval:g} s" if interval else "")
         print(f"    runs (cadence=event): {rounds}")

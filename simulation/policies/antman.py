@@ -69,9 +69,10 @@ class AntMan(Policy):
     paper = "AntMan OSDI'20 §3–4; Muri SIGCOMM'22 §6.3 baseline"
     params = (
         Param("default_idle_share", float, 0.5,
-              "opportunistic share on a host without a profile"),
+              "opportunistic share on a host without a profile", bounds=(0.0, 1.0)),
         Param("guaranteed_interference", float, 0.0,
-              "slowdown of a guaranteed job while it hosts an opportunistic one"),
+              "slowdown of a guaranteed job while it hosts an opportunistic one",
+              bounds=(0.0, 1.0)),
     )
     shares_gpus = True
     interval = None  # decisions change only at arrivals and completions

@@ -73,13 +73,14 @@ class Aryl(Policy):
         Param("heterogeneous", bool, False,
               "jobs without a GPU type may span GPU types (Advanced and Ideal scenarios)"),
         Param("heterogeneous_efficiency", float, 0.7,
-              "share of the mean GPU speed a job across GPU types reaches (knapsack values)"),
+              "share of the mean GPU speed a job across GPU types reaches (knapsack values)",
+              bounds=(0.01, 1.0)),
         Param("group_flexible", bool, True,
               "elastic jobs on on-loan servers with base and flexible workers on separate "
               "servers (§5.3); off: plain best-fit decreasing (Table 6)"),
         Param("step_loss", float, 0.0,
               "throughput loss per worker past the middle of the range assumed by the "
-              "knapsack (set with EngineConfig.elastic_step_loss)"),
+              "knapsack (set with EngineConfig.elastic_step_loss)", bounds=(0.0, 0.99)),
     )
     interval = 60.0
     # Algorithm 1 reclaims (§4); resizes run on Elastic Horovod (§6, [1]): the old workers

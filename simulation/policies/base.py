@@ -22,15 +22,21 @@ _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
 
 
+# A number a parameter declares no `bounds` for must still lie within this (and be finite).
+_ANY_NUMBER = (-1e9, 1e9)
+
+
 @dataclass(frozen=True, slots=True)
 class Param:
-    """A declared policy parameter: name, type, default and a one-line help."""
+    """A declared policy parameter: name, type, default and a one-line help; a number has
+    inclusive `bounds` (see the README's Limits), so no value can make a run unbounded."""
 
     name: str
     type: type
     default: Any
     help: str
     choices: tuple[Any, ...] | None = None
+    bounds: tuple[float, float] | None = None
 
     def parse(self, raw: Any, *, source: str = "parameters") -> Any:
         """Convert `raw` (a string from the CLI or a JSON value) to this parameter's type."""
@@ -50,6 +56,11 @@ class Param:
             raise InputError(
                 f"expected {self.type.__name__}, got {raw!r}", source=source, field=self.name
             ) from None
+        if self.type in (int, float) and not isinstance(value, bool):
+            low, high = self.bounds or _ANY_NUMBER
+            if not low <= value <= high:  # NaN fails too
+                raise InputError(f"{value!r} is outside {low:g} to {high:g}", source=source,
+                                 field=self.name)
         if self.choices is not None and value not in self.choices:
             raise InputError(
                 f"{value!r} is not one of {', '.join(map(str, self.choices))}",

@@ -80,8 +80,10 @@ class ElasticTiresias(Tiresias):
     paper = "EDL TPDS'22 §5.1 Algorithm 1, §6.3 (N=10, r=0.5)"
     params = (
         *Tiresias.params,
-        Param("compaction_threshold", int, 10, "compact when more than N jobs wait"),
-        Param("qos_ratio", float, 0.5, "never scale a job in below this share of its request"),
+        Param("compaction_threshold", int, 10, "compact when more than N jobs wait",
+              bounds=(0, 200_000)),
+        Param("qos_ratio", float, 0.5, "never scale a job in below this share of its request",
+              bounds=(0.01, 1.0)),
     )
     engine_defaults = {"scaling_mode": "stop-free"}  # EDL §4.2
     compaction_threshold: int

@@ -84,14 +84,18 @@ class Gandiva(Policy):
     engine_defaults = {"scale_out_pause": 2.0, "scale_in_pause": 2.0, "migration_pause": 2.0}
     params = (
         Param("introspective", bool, True, "run the introspective mode at all"),
-        Param("time_slice", float, 60.0, "round-robin quantum (s)"),
-        Param("switch_overhead", float, 1.0, "suspend + resume cost per quantum (s)"),
+        Param("time_slice", float, 60.0, "round-robin quantum (s)", bounds=(1.0, 86_400.0)),
+        Param("switch_overhead", float, 1.0, "suspend + resume cost per quantum (s)",
+              bounds=(0.0, 3_600.0)),
         Param("packing", bool, True, "pack low-utilisation jobs during overload"),
         Param("migration", bool, True, "migrate on departures and defragment"),
         Param("grow_shrink", bool, True, "grow elastic jobs into idle GPUs"),
-        Param("idle_timeout", float, 300.0, "seconds GPUs stay idle before a job grows"),
-        Param("pack_max_util", float, 0.9, "only jobs below this GPU utilisation pack"),
-        Param("defrag_threshold", int, 3, "defragment while a server has this many free"),
+        Param("idle_timeout", float, 300.0, "seconds GPUs stay idle before a job grows",
+              bounds=(0.0, 86_400.0)),
+        Param("pack_max_util", float, 0.9, "only jobs below this GPU utilisation pack",
+              bounds=(0.0, 1.0)),
+        Param("defrag_threshold", int, 3, "defragment while a server has this many free",
+              bounds=(0, 64)),
     )
     introspective: bool
     time_slice: float

@@ -117,18 +117,24 @@ class Muri(Policy):
     interval: ClassVar[float] = 360.0  # §5: six minutes between full regroups
     paper = "Muri SIGCOMM'22 §4 (Algorithm 1, Eqs. 1–4), §5, §6.4"
     params: tuple[Param, ...] = (
-        Param("max_group_size", int, 4, "k: at most this many jobs share one GPU set"),
-        Param("resource_types", int, 4, "resource types interleaved (storage, CPU, GPU, net)"),
-        Param("profiling_noise", float, 0.0, "profiler error n: stages × U[1-n, 1+n] (Fig. 14)"),
+        Param("max_group_size", int, 4, "k: at most this many jobs share one GPU set",
+              bounds=(1, 8)),
+        Param("resource_types", int, 4, "resource types interleaved (storage, CPU, GPU, net)",
+              bounds=(1, 8)),
+        Param("profiling_noise", float, 0.0, "profiler error n: stages × U[1-n, 1+n] (Fig. 14)",
+              bounds=(0.0, 0.99)),
         Param("grouping", str, "demand", "merge only while demand exceeds the cluster, or "
               "always", choices=("demand", "always")),
         Param("ordering", str, "best", "stage ordering inside a group (Fig. 11 ablation)",
               choices=("best", "worst")),
         Param("group_overhead", str, "1.33,1.5,1.37", "iteration-time factors for groups of "
               "2,3,4 jobs (Muri's simulator); none = no overhead (ablation)"),
-        Param("weight_floor", float, 0.0, "edge needs γ > floor × group size / k"),
-        Param("exact_matching_limit", int, 64, "buckets up to this size match exactly"),
-        Param("sparse_degree", int, 2, "partners per class of similar jobs above the limit"),
+        Param("weight_floor", float, 0.0, "edge needs γ > floor × group size / k",
+              bounds=(0.0, 1.0)),
+        Param("exact_matching_limit", int, 64, "buckets up to this size match exactly",
+              bounds=(2, 4_096)),
+        Param("sparse_degree", int, 2, "partners per class of similar jobs above the limit",
+              bounds=(1, 64)),
     )
     max_group_size: int
     resource_types: int
@@ -143,7 +149,9 @@ class Muri(Policy):
     def __init__(self, **values: object) -> None:
         super().__init__(**values)
         if not 1 <= self.max_group_size <= self.resource_types:
-            raise ValueError("max_group_size must lie between 1 and resource_types")
+            raise InputError(f"max_group_size must lie between 1 and resource_types "
+                             f"({self.resource_types})", source="settings",
+                             field="max_group_size")
         self.config = GroupingConfig(
             max_group=self.max_group_size,
             weight_floor=self.weight_floor,

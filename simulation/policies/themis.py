@@ -75,8 +75,10 @@ class Themis(Policy):
     description = "Finish-time fairness (ρ) with leases; preemptive at lease ends."
     paper = "Themis NSDI'20 §3 (simplified auction); Muri SIGCOMM'22 §6 baseline"
     params = (
-        Param("lease", float, 600.0, "lease length in seconds; reallocation at lease ends"),
-        Param("fairness_fraction", float, 0.8, "f: share of jobs with the worst ρ offered GPUs"),
+        Param("lease", float, 600.0, "lease length in seconds; reallocation at lease ends",
+              bounds=(1.0, 86_400.0)),
+        Param("fairness_fraction", float, 0.8, "f: share of jobs with the worst ρ offered GPUs",
+              bounds=(0.01, 1.0)),
     )
     interval = None  # woken at lease ends; arrivals and completions are events
     lease: float

@@ -43,7 +43,8 @@ _DEMOTION_SLACK_SECONDS = 1.0
 
 LAS_QUEUE_PARAMS: tuple[Param, ...] = (
     Param("thresholds", str, "500,10000", "queue boundaries in GPU-seconds, ascending"),
-    Param("promote_knob", float, 0.0, "promote when wait ≥ knob × run time; 0 = off"),
+    Param("promote_knob", float, 0.0, "promote when wait ≥ knob × run time; 0 = off",
+          bounds=(0.0, 1_000.0)),
 )
 
 
