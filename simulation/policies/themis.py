@@ -84,13 +84,6 @@ class Themis(Policy):
     lease: float
     fairness_fraction: float
 
-    def __init__(self, **values: object) -> None:
-        super().__init__(**values)
-        if self.lease <= 0:
-            raise ValueError("lease must be positive")
-        if not 0 < self.fairness_fraction <= 1:
-            raise ValueError("fairness_fraction must lie in (0, 1]")
-
     def ranked(self, view: ClusterView, *, waiting_only: bool = False
                ) -> list[tuple[float, JobView]]:
         """Jobs (all, or only the waiting ones) with their ρ, worst (largest) first."""

@@ -49,13 +49,24 @@ def test_a_parameter_value_the_policy_rejects_is_refused_at_creation():
 
 
 def test_a_value_the_policy_constructor_rejects_is_an_input_error_not_a_crash():
-    # Themis checks `lease > 0` with a plain ValueError in its constructor
+    # AntMan checks `guaranteed_interference < 1` with a plain ValueError in its constructor
+    # (1 is inside the parameter's bounds, which only say it is a share)
+    with pytest.raises(InputError) as refused:
+        scenario_create(
+            name="what if", cluster=cluster_make(), workload=workload_make(),
+            policies=["fifo", {"policy": "antman", "params": {"guaranteed_interference": 1}}],
+            seeds=[0])
+    assert refused.value.field == "policies[1]"
+    assert refused.value.message == "antman: guaranteed_interference must lie in [0, 1)"
+    assert not Scenario.objects.exists()
+
+
+def test_a_value_outside_a_parameters_bounds_names_the_parameter():
     with pytest.raises(InputError) as refused:
         scenario_create(name="what if", cluster=cluster_make(), workload=workload_make(),
                         policies=["fifo", {"policy": "themis", "params": {"lease": "0"}}],
                         seeds=[0])
-    assert refused.value.field == "policies[1]"
-    assert refused.value.message == "themis: lease must be positive"
+    assert refused.value.field == "policies[1].lease"
     assert not Scenario.objects.exists()
 
 
