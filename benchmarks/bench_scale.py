@@ -76,7 +76,8 @@ def one_case(policy: str, servers: int, jobs: int, queue) -> None:
     })
 
 
-def run_case(policy: str, servers: int, jobs: int, timeout: float) -> dict | None:
+def run_case(policy: str, servers: int, jobs: int, timeout: float) -> dict | str:
+    """The case's figures, or why there are none ("timeout", "failed": its traceback shows)."""
     ctx = multiprocessing.get_context("fork")
     queue = ctx.Queue()
     proc = ctx.Process(target=one_case, args=(policy, servers, jobs, queue))
@@ -85,8 +86,8 @@ def run_case(policy: str, servers: int, jobs: int, timeout: float) -> dict | Non
     if proc.is_alive():
         proc.kill()
         proc.join()
-        return None
-    return queue.get() if not queue.empty() else None
+        return f">{timeout:.0f}"
+    return queue.get() if proc.exitcode == 0 else "failed"
 
 
 def main() -> None:
@@ -107,9 +108,8 @@ def main() -> None:
         for n in lengths:
             for size in servers:
                 row = run_case(policy, size, n, args.timeout)
-                if row is None:
-                    print(f"{policy:<17} {size:>7} {n:>7} {'>' + format(args.timeout, '.0f'):>8}",
-                          flush=True)
+                if isinstance(row, str):
+                    print(f"{policy:<17} {size:>7} {n:>7} {row:>8}", flush=True)
                     continue
                 print(f"{policy:<17} {size:>7} {n:>7} {row['wall']:>8.1f} {row['events']:>9} "
                       f"{row['eps']:>9.0f} {row['peak_mb']:>8.0f} {row['preemptions']:>8} "
