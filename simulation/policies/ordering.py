@@ -52,8 +52,9 @@ def launch_in_order(
     The walk also stops once the free GPUs are fewer than any queued job asks for: no job
     further on could be launched."""
     free = sum(view.free_gpus(p.name) for p in view.spec.pools)
+    smallest = view.smallest_queued_gpus()  # changes only when a launch leaves the queue
     for job in ordered:
-        if free <= 0 or free < view.smallest_queued_gpus():
+        if free <= 0 or free < smallest:
             return
         launch = place_requested(view, job) if job.spec.num_gpus <= free else None
         if launch is None:
@@ -62,6 +63,7 @@ def launch_in_order(
             continue
         free -= job.spec.num_gpus
         yield launch
+        smallest = view.smallest_queued_gpus()
 
 
 def training_capacity(view: ClusterView) -> int:
