@@ -15,7 +15,7 @@ import heapq
 import math
 from bisect import bisect_left, insort
 from collections.abc import Callable, Iterable, Iterator
-from itertools import accumulate
+from itertools import accumulate, chain
 from typing import Any
 
 from simulation.decisions import Decision, Launch, Preempt
@@ -304,17 +304,109 @@ class RunningOrder:
         return self._pinned_gpus
 
 
+class ShrinkingRunningOrder:
+    """Running jobs for keys that never grow while a job runs (SRTF's remaining time, SRSF's
+    remaining service): a job's work done only grows, so a key computed earlier bounds its
+    key now from above.
+
+    The greedy walk of `_preempt_in_priority_order` keeps every running job whose key is
+    below the best queued job's whenever their GPUs fit, so it needs the others ("the tail")
+    in order and only the GPU sum of the rest. The jobs of the last tail are re-keyed every
+    round; every other job waits in a max-heap under a key computed earlier (pushed when the
+    engine's allocation log names the job, or when it left the tail), from which the jobs
+    whose key may have reached the threshold are taken and re-keyed. Every tail key is so
+    computed afresh (the order is exactly a fresh sort's), and a round costs the jobs near
+    or above the queue's best key, not every running job.
+    """
+
+    def __init__(self, key: Callable[[JobView], float]) -> None:
+        self._key = key
+        self._reset(None)
+
+    def _reset(self, view: ClusterView | None) -> None:
+        self._view = view
+        self._mark = 0
+        # (-key, -trace index, stamp, id, job): a max-heap of keys computed earlier
+        self._heap: list[tuple[float, int, int, str, JobView]] = []
+        self._tail: list[tuple[int, str, JobView]] = []  # (stamp, id, job) of the last tail
+        self._stamp: dict[str, int] = {}  # preemptible running job -> its live entry
+        self._gpus: dict[str, int] = {}  # preemptible running job -> GPUs
+        self._gpus_total = 0
+        self._pinned: dict[str, int] = {}  # non-preemptible running jobs -> GPUs
+        self._pinned_gpus = 0
+        self._seq = 0
+
+    def _sync(self, view: ClusterView) -> None:
+        if view is not self._view:
+            self._reset(view)
+        changed, self._mark = view.allocations_since(self._mark)
+        running = view.running
+        for job_id in dict.fromkeys(changed):
+            self._gpus_total -= self._gpus.pop(job_id, 0)
+            self._pinned_gpus -= self._pinned.pop(job_id, 0)
+            self._stamp.pop(job_id, None)
+            job = running.get(job_id)
+            if job is None:
+                continue
+            if not job.spec.preemptible:
+                self._pinned[job_id] = job.gpus
+                self._pinned_gpus += job.gpus
+                continue
+            self._gpus[job_id] = job.gpus
+            self._gpus_total += job.gpus
+            self._seq += 1
+            self._stamp[job_id] = self._seq
+            heapq.heappush(self._heap,
+                           (-self._key(job), -job.trace_index, self._seq, job_id, job))
+
+    def tail(
+        self, view: ClusterView, threshold: SortKey
+    ) -> tuple[list[SortKey], list[str], list[int], int, int]:
+        """(sort keys, ids, prefix sums of GPUs) of the preemptible running jobs whose sort
+        key now is at least `threshold`, in order; the GPUs of the preemptible ones below it;
+        the GPUs of the non-preemptible ones."""
+        self._sync(view)
+        heap, stamps, key = self._heap, self._stamp, self._key
+        least_key, least_index = threshold
+        fresh = [(key(job), job.trace_index, job_id, stamp, job)
+                 for stamp, job_id, job in self._tail if stamps.get(job_id) == stamp]
+        while heap:
+            top = heap[0]  # an earlier key at or above the threshold: it may still be there
+            if -top[0] < least_key or (-top[0] == least_key and -top[1] < least_index):
+                break
+            _, minus_index, stamp, job_id, job = heapq.heappop(heap)
+            if stamps.get(job_id) == stamp:  # else the job stopped, or was pushed again
+                fresh.append((key(job), -minus_index, job_id, stamp, job))
+        reached = []
+        for entry in fresh:
+            job_key, index = entry[0], entry[1]
+            if job_key > least_key or (job_key == least_key and index > least_index):
+                reached.append(entry)
+            else:
+                heapq.heappush(heap, (-job_key, -index, entry[3], entry[2], entry[4]))
+        if len(heap) > 2 * len(stamps) + 64:  # drop entries of jobs no longer running
+            self._heap = [e for e in heap if stamps.get(e[3]) == e[2]]
+            heapq.heapify(self._heap)
+        reached.sort()
+        self._tail = [(stamp, job_id, job) for _, _, job_id, stamp, job in reached]
+        keys = [(job_key, index) for job_key, index, _, _, _ in reached]
+        ids = [job_id for _, _, job_id, _, _ in reached]
+        cum = [0, *accumulate(map(self._gpus.__getitem__, ids))]
+        return keys, ids, cum, self._gpus_total - cum[-1], self._pinned_gpus
+
+
 def schedule_by_priority(
     view: ClusterView,
     key: Callable[[JobView], Any],
     order: QueueOrder | None = None,
-    running: RunningOrder | None = None,
+    running: RunningOrder | ShrinkingRunningOrder | None = None,
 ) -> Iterator[Decision]:
     """A preemptive priority policy: `key` orders jobs, lowest first (ties: trace order).
 
     `order`, when the policy's key of a waiting job is frozen, keeps the queue sorted across
-    rounds; `running`, when a running job's key changes only at known times, keeps the
-    running jobs sorted. When the whole queue fits in the free GPUs, the global order would
+    rounds; `running` keeps the running jobs sorted when their keys change only at known
+    times (`RunningOrder`), or finds those that matter when their keys only shrink
+    (`ShrinkingRunningOrder`). When the whole queue fits in the free GPUs, the global order would
     keep every running job and start every queued one, so the queued jobs are simply
     launched (the common, uncontended case). Otherwise, or when fragmentation defeats a
     placement, the decisions of `preemptive_schedule` over the running jobs merged with the
@@ -342,10 +434,21 @@ def schedule_by_priority(
         if placed_all:
             return
         queued = [(k, job) for k, job in queued if job.status == JobStatus.QUEUED]
-    if running is not None:
+    if isinstance(running, RunningOrder):
         running.sync(view)
         keys, ids, cum = running.preemptible()
         pinned = running.pinned_gpus
+    elif isinstance(running, ShrinkingRunningOrder):
+        queued = iter(queued)
+        first = next(queued, None)
+        if first is None:
+            return
+        queued = chain([first], queued)
+        keys, ids, cum, below, pinned = running.tail(view, first[0])
+        if below <= training_capacity(view) - pinned:
+            pinned += below  # the walk keeps them all before it meets the first queued job
+        else:  # capacity shrank under the running jobs: the walk stops among them
+            keys, ids, cum, pinned = _running_in_order(view, key)
     else:
         keys, ids, cum, pinned = _running_in_order(view, key)
     decisions = _preempt_in_priority_order(view, keys, ids, cum, pinned, queued)

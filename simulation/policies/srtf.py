@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 from simulation.decisions import Decision
 from simulation.policies.base import Policy, register
-from simulation.policies.ordering import QueueOrder, schedule_by_priority
+from simulation.policies.ordering import QueueOrder, ShrinkingRunningOrder, schedule_by_priority
 from simulation.view import ClusterView, JobView
 
 
@@ -36,9 +36,10 @@ class ShortestRemainingTime(Policy):
     def __init__(self, **values: object) -> None:
         super().__init__(**values)
         self._order = QueueOrder(srtf_key)
+        self._running = ShrinkingRunningOrder(remaining_seconds)
 
     def schedule(self, view: ClusterView) -> Iterator[Decision]:
-        return schedule_by_priority(view, srtf_key, self._order)
+        return schedule_by_priority(view, srtf_key, self._order, self._running)
 
 
 @register
@@ -50,6 +51,7 @@ class ShortestRemainingService(Policy):
     def __init__(self, **values: object) -> None:
         super().__init__(**values)
         self._order = QueueOrder(srsf_key)
+        self._running = ShrinkingRunningOrder(srsf_key)
 
     def schedule(self, view: ClusterView) -> Iterator[Decision]:
-        return schedule_by_priority(view, srsf_key, self._order)
+        return schedule_by_priority(view, srsf_key, self._order, self._running)
