@@ -108,6 +108,7 @@ def preemptive_schedule(view: ClusterView, ordered: Iterable[JobView]) -> Iterat
 
 
 SortKey = tuple[Any, int]  # (policy key, trace index)
+QueueEntry = tuple[SortKey, int, str, JobView]  # (sort key, sequence number, job id, job)
 
 
 class QueueOrder:
@@ -124,9 +125,9 @@ class QueueOrder:
         self._key = key
         self._view: ClusterView | None = None
         self._mark = 0  # position in the view's log of queued jobs
-        self._entries: list[tuple[SortKey, int, str]] = []
-        self._live: dict[str, tuple[SortKey, int]] = {}  # job id -> its current entry
-        self._forgotten: list[tuple[SortKey, int, str]] = []
+        self._entries: list[QueueEntry] = []
+        self._live: dict[str, QueueEntry] = {}  # job id -> its current entry
+        self._forgotten: list[QueueEntry] = []
         self._seq = 0
 
     def forget(self, job_id: str) -> None:
@@ -135,7 +136,7 @@ class QueueOrder:
         where launched jobs were, holds no dead entries to step over."""
         entry = self._live.pop(job_id, None)
         if entry is not None:
-            self._forgotten.append((*entry, job_id))
+            self._forgotten.append(entry)
 
     def entries(self, view: ClusterView) -> Iterator[tuple[SortKey, JobView]]:
         """(sort key, job) for every waiting job, best first.
@@ -149,7 +150,7 @@ class QueueOrder:
         entries = self._entries
         for entry in self._forgotten:
             at = bisect_left(entries, entry)
-            if at < len(entries) and entries[at] == entry:
+            if at < len(entries) and entries[at] is entry:
                 del entries[at]
         self._forgotten.clear()
         queue = view.queue
@@ -160,18 +161,18 @@ class QueueOrder:
             if job_id in waiting:
                 job = queue[job_id]
                 self._seq += 1
-                sort_key = (self._key(job), job.trace_index)
-                insort(self._entries, (sort_key, self._seq, job_id))
-                live[job_id] = (sort_key, self._seq)
+                entry = ((self._key(job), job.trace_index), self._seq, job_id, job)
+                insort(self._entries, entry)
+                live[job_id] = entry
         if len(self._entries) > 2 * len(live) + 64:
             for job_id in live.keys() - waiting:
                 del live[job_id]
-            self._entries = [e for e in self._entries if live.get(e[2], (0, 0))[1] == e[1]]
-        for sort_key, seq, job_id in self._entries:
-            entry = live.get(job_id)
-            if entry is not None and entry[1] == seq:
+            self._entries = [e for e in self._entries if live.get(e[2]) is e]
+        for entry in self._entries:
+            job_id = entry[2]
+            if live.get(job_id) is entry:
                 if job_id in waiting:
-                    yield sort_key, queue[job_id]
+                    yield entry[0], entry[3]
                 else:
                     del live[job_id]
 
@@ -488,6 +489,10 @@ def _preempt_in_priority_order(
     sums `cum` of their GPUs) merged with `queued`: the same decisions in the same order,
     without a Python step per running job kept.
 
+    A queued job asking for more than the budget left is passed over without a step: the
+    budget only shrinks along the walk, so it could not be kept further on either; and once
+    the budget is below every queued job's size, only the running jobs remain to be passed.
+
     Until the greedy walk keeps a queued job, every running job it passes is kept (they all
     fit together), and a run of running jobs between two queued ones is kept whole whenever
     its GPUs fit the budget, so the walk takes such runs in one step by bisection over their
@@ -498,19 +503,22 @@ def _preempt_in_priority_order(
     evicted: list[str] = []
     waiting: list[JobView] = []
     pos, stopped = 0, budget <= 0
+    smallest = view.smallest_queued_gpus()  # the walk launches nothing, so this holds
     if not stopped:
         for sort_key, job in queued:
+            need = job.spec.num_gpus
+            if need > budget:
+                continue  # the budget only shrinks along the walk: this job cannot be kept
             end = bisect_left(keys, sort_key, pos)
             pos, budget, stopped = _keep_running(ids, cum, pos, end, budget, evicted)
             if stopped or budget <= 0:
                 stopped = True
                 break
-            if pos == len(ids) and budget < view.smallest_queued_gpus():
-                break  # no running job left to pass, and no queued job fits what is left
-            need = job.spec.num_gpus
             if need <= budget:
                 budget -= need
                 waiting.append(job)
+            if budget < smallest:
+                break  # no queued job fits what is left; the running jobs are passed below
     if not waiting:
         return
     if not stopped:
