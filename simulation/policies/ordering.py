@@ -15,7 +15,7 @@ import heapq
 import math
 from bisect import bisect_left, insort
 from collections.abc import Callable, Iterable, Iterator
-from itertools import accumulate, chain
+from itertools import accumulate
 from typing import Any
 
 from simulation.decisions import Decision, Launch, Preempt
@@ -126,6 +126,7 @@ class QueueOrder:
         self._view: ClusterView | None = None
         self._mark = 0  # position in the view's log of queued jobs
         self._entries: list[QueueEntry] = []
+        self._by_size: dict[int, list[QueueEntry]] = {}  # the same entries, per GPUs asked
         self._live: dict[str, QueueEntry] = {}  # job id -> its current entry
         self._forgotten: list[QueueEntry] = []
         self._seq = 0
@@ -138,20 +139,17 @@ class QueueOrder:
         if entry is not None:
             self._forgotten.append(entry)
 
-    def entries(self, view: ClusterView) -> Iterator[tuple[SortKey, JobView]]:
-        """(sort key, job) for every waiting job, best first.
-
-        Jobs queued since the last call (the view's log names them) get a fresh entry; a
-        job that left the queue some other way than `forget` is dropped when met.
-        """
+    def _sync(self, view: ClusterView) -> None:
+        """Drop forgotten entries, enter the jobs queued since the last call (the view's log
+        names them), and compact once dead entries outnumber live ones."""
         if view is not self._view:  # another run or snapshot: start afresh
             self._view, self._mark, self._entries, self._live = view, 0, [], {}
-            self._forgotten = []
-        entries = self._entries
+            self._by_size, self._forgotten = {}, []
         for entry in self._forgotten:
-            at = bisect_left(entries, entry)
-            if at < len(entries) and entries[at] is entry:
-                del entries[at]
+            for entries in (self._entries, self._by_size[entry[3].spec.num_gpus]):
+                at = bisect_left(entries, entry)
+                if at < len(entries) and entries[at] is entry:
+                    del entries[at]
         self._forgotten.clear()
         queue = view.queue
         waiting = queue.keys()
@@ -163,11 +161,21 @@ class QueueOrder:
                 self._seq += 1
                 entry = ((self._key(job), job.trace_index), self._seq, job_id, job)
                 insort(self._entries, entry)
+                insort(self._by_size.setdefault(job.spec.num_gpus, []), entry)
                 live[job_id] = entry
         if len(self._entries) > 2 * len(live) + 64:
             for job_id in live.keys() - waiting:
                 del live[job_id]
             self._entries = [e for e in self._entries if live.get(e[2]) is e]
+            self._by_size = {size: [e for e in entries if live.get(e[2]) is e]
+                             for size, entries in self._by_size.items()}
+
+    def entries(self, view: ClusterView) -> Iterator[tuple[SortKey, JobView]]:
+        """(sort key, job) for every waiting job, best first; a job that left the queue
+        some other way than `forget` is dropped when met."""
+        self._sync(view)
+        waiting = view.queue.keys()
+        live = self._live
         for entry in self._entries:
             job_id = entry[2]
             if live.get(job_id) is entry:
@@ -178,6 +186,65 @@ class QueueOrder:
 
     def jobs(self, view: ClusterView) -> Iterator[JobView]:
         return (job for _, job in self.entries(view))
+
+    def fitting(self, view: ClusterView) -> FittingWalk:
+        """The waiting jobs as a walk that passes over those larger than a budget."""
+        self._sync(view)
+        waiting, live = view.queue.keys(), self._live
+        return FittingWalk(self._by_size,
+                           lambda entry: live.get(entry[2]) is entry and entry[2] in waiting)
+
+
+class FittingWalk:
+    """Queued jobs best first, each asking for at most the budget given, for a greedy walk
+    whose budget only shrinks: one sorted run per job size, merged on demand, so the jobs
+    too large for the budget are never stepped over one by one."""
+
+    def __init__(
+        self, runs: dict[int, list[QueueEntry]], alive: Callable[[QueueEntry], bool]
+    ) -> None:
+        self._runs = sorted(runs.items())  # (size, entries), smallest size first
+        self._alive = alive
+        self._at = [0] * len(self._runs)
+
+    @classmethod
+    def of(cls, queued: Iterable[tuple[SortKey, JobView]]) -> FittingWalk:
+        """A walk over (sort key, job) pairs given in priority order."""
+        runs: dict[int, list[QueueEntry]] = {}
+        for seq, (sort_key, job) in enumerate(queued):
+            runs.setdefault(job.spec.num_gpus, []).append((sort_key, seq, job.job_id, job))
+        return cls(runs, lambda entry: True)
+
+    def first_key(self) -> SortKey | None:
+        """The sort key of the best queued job not yet given, whatever its size."""
+        run = self._best(math.inf)
+        return None if run < 0 else self._runs[run][1][self._at[run]][0]
+
+    def next_within(self, budget: float) -> tuple[SortKey, JobView] | None:
+        """The best queued job not yet given that asks for at most `budget` GPUs."""
+        run = self._best(budget)
+        if run < 0:
+            return None
+        entry = self._runs[run][1][self._at[run]]
+        self._at[run] += 1
+        return entry[0], entry[3]
+
+    def _best(self, budget: float) -> int:
+        """The run whose next live entry is the best of the runs of sizes within `budget`
+        (-1: none); dead entries met on the way are stepped over for good."""
+        best: QueueEntry | None = None
+        best_run = -1
+        alive, at = self._alive, self._at
+        for run, (size, entries) in enumerate(self._runs):
+            if size > budget:
+                break
+            i = at[run]
+            while i < len(entries) and not alive(entries[i]):
+                i += 1
+            at[run] = i
+            if i < len(entries) and (best is None or entries[i] < best):
+                best, best_run = entries[i], run
+        return best_run
 
 
 class RunningOrder:
@@ -407,8 +474,8 @@ def schedule_by_priority(
     `order`, when the policy's key of a waiting job is frozen, keeps the queue sorted across
     rounds; `running` keeps the running jobs sorted when their keys change only at known
     times (`RunningOrder`), or finds those that matter when their keys only shrink
-    (`ShrinkingRunningOrder`). When the whole queue fits in the free GPUs, the global order would
-    keep every running job and start every queued one, so the queued jobs are simply
+    (`ShrinkingRunningOrder`). When the whole queue fits in the free GPUs, the global order
+    would keep every running job and start every queued one, so the queued jobs are simply
     launched (the common, uncontended case). Otherwise, or when fragmentation defeats a
     placement, the decisions of `preemptive_schedule` over the running jobs merged with the
     queue in priority order are made by `_preempt_in_priority_order`.
@@ -416,13 +483,9 @@ def schedule_by_priority(
     if not view.queue:
         return
     free = sum(view.free_gpus(p.name) for p in view.spec.pools)
-    queued: Iterable[tuple[SortKey, JobView]]
-    if order is None:
-        queued = sorted(((key(j), j.trace_index), j) for j in view.queue.values())
-    else:
-        queued = order.entries(view)
+    walk: FittingWalk
     if view.queued_gpus() <= free:  # the whole queue fits
-        queued = list(queued)
+        queued = _queue_in_order(view, key, order)
         placed_all = True
         for _, job in queued:
             launch = place_requested(view, job)
@@ -434,29 +497,40 @@ def schedule_by_priority(
             yield launch
         if placed_all:
             return
-        queued = [(k, job) for k, job in queued if job.status == JobStatus.QUEUED]
+        walk = FittingWalk.of((k, job) for k, job in queued if job.status == JobStatus.QUEUED)
+    elif order is None:
+        walk = FittingWalk.of(_queue_in_order(view, key, order))
+    else:
+        walk = order.fitting(view)
     if isinstance(running, RunningOrder):
         running.sync(view)
         keys, ids, cum = running.preemptible()
         pinned = running.pinned_gpus
     elif isinstance(running, ShrinkingRunningOrder):
-        queued = iter(queued)
-        first = next(queued, None)
+        first = walk.first_key()
         if first is None:
             return
-        queued = chain([first], queued)
-        keys, ids, cum, below, pinned = running.tail(view, first[0])
+        keys, ids, cum, below, pinned = running.tail(view, first)
         if below <= training_capacity(view) - pinned:
             pinned += below  # the walk keeps them all before it meets the first queued job
         else:  # capacity shrank under the running jobs: the walk stops among them
             keys, ids, cum, pinned = _running_in_order(view, key)
     else:
         keys, ids, cum, pinned = _running_in_order(view, key)
-    decisions = _preempt_in_priority_order(view, keys, ids, cum, pinned, queued)
+    decisions = _preempt_in_priority_order(view, keys, ids, cum, pinned, walk)
     for decision in decisions:
         if order is not None and isinstance(decision, Launch):
             order.forget(decision.job_id)
         yield decision
+
+
+def _queue_in_order(
+    view: ClusterView, key: Callable[[JobView], Any], order: QueueOrder | None
+) -> list[tuple[SortKey, JobView]]:
+    """(sort key, job) of every queued job, best first."""
+    if order is not None:
+        return list(order.entries(view))
+    return sorted(((key(j), j.trace_index), j) for j in view.queue.values())
 
 
 def _running_in_order(
@@ -483,7 +557,7 @@ def _preempt_in_priority_order(
     ids: list[str],
     cum: list[int],
     pinned_gpus: int,
-    queued: Iterable[tuple[SortKey, JobView]],
+    walk: FittingWalk,
 ) -> Iterator[Decision]:
     """`preemptive_schedule` over the running jobs (`ids`, sorted by `keys`, with prefix
     sums `cum` of their GPUs) merged with `queued`: the same decisions in the same order,
@@ -504,21 +578,22 @@ def _preempt_in_priority_order(
     waiting: list[JobView] = []
     pos, stopped = 0, budget <= 0
     smallest = view.smallest_queued_gpus()  # the walk launches nothing, so this holds
-    if not stopped:
-        for sort_key, job in queued:
-            need = job.spec.num_gpus
-            if need > budget:
-                continue  # the budget only shrinks along the walk: this job cannot be kept
-            end = bisect_left(keys, sort_key, pos)
-            pos, budget, stopped = _keep_running(ids, cum, pos, end, budget, evicted)
-            if stopped or budget <= 0:
-                stopped = True
-                break
-            if need <= budget:
-                budget -= need
-                waiting.append(job)
-            if budget < smallest:
-                break  # no queued job fits what is left; the running jobs are passed below
+    while not stopped:
+        candidate = walk.next_within(budget)
+        if candidate is None:
+            break
+        sort_key, job = candidate
+        end = bisect_left(keys, sort_key, pos)
+        pos, budget, stopped = _keep_running(ids, cum, pos, end, budget, evicted)
+        if stopped or budget <= 0:
+            stopped = True
+            break
+        need = job.spec.num_gpus
+        if need <= budget:
+            budget -= need
+            waiting.append(job)
+        if budget < smallest:
+            break  # no queued job fits what is left; the running jobs are passed below
     if not waiting:
         return
     if not stopped:
