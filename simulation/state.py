@@ -198,8 +198,9 @@ class ClusterState:
         Arrivals append (a job submitted at the same time as the last one goes after it); a
         job submitted earlier than the last one (a preempted job) is put where (submit time,
         trace order) puts it: by bisection while the queue is sorted by that pair, else by
-        sorting the whole queue, which leaves it sorted. Either way the dict is rebuilt in
-        place (views hold a reference to it).
+        sorting the whole queue, which leaves it sorted. Either way the dict is changed in
+        place (views hold a reference to it): the jobs behind the new one are popped and
+        re-appended when they are fewer than half the queue, else the dict is rebuilt.
         """
         job.status = JobStatus.QUEUED
         job.queued_since = now
@@ -221,6 +222,11 @@ class ClusterState:
         if keys is not None:
             at = bisect_left(keys, key)
             keys.insert(at, key)
+            if len(queue) - at < len(queue) // 2:  # re-append only the jobs behind it
+                behind = [queue.popitem() for _ in range(len(queue) - at)]
+                queue[job.job_id] = job
+                queue.update(reversed(behind))
+                return
             items = list(queue.items())
             items.insert(at, (job.job_id, job))
         else:

@@ -193,3 +193,22 @@ def test_unknown_scaling_curve_is_a_user_error():
     with pytest.raises(InputError, match="unknown scaling curve"):
         Simulation(training_cluster(1, 1), workload(JobSpec("a", 0, 1, 1)),
                    create_policy("fifo"), config=EngineConfig(scaling="quadratic"))
+
+
+@pytest.mark.parametrize("requeued", ["j1", "j5"])  # rebuilt at the front; re-appended behind
+def test_a_requeued_job_goes_back_to_its_submit_order_place(requeued):
+    """The queue stays in (submit time, trace order) when a job submitted earlier than the
+    last queued one comes back: near the front (the dict is rebuilt) or near the back (only
+    the jobs behind it are popped and re-appended)."""
+    from simulation.state import ClusterState
+
+    state = ClusterState(training_cluster(1, 1))
+    jobs = [state.add_job(JobSpec(f"j{i}", float(i), 1, 10)) for i in range(8)]
+    for job in jobs:
+        if job.job_id != requeued:
+            state.enqueue(job, job.spec.submit_time)
+    state.enqueue(state.jobs[requeued], 100.0)
+    assert list(state.queue) == [f"j{i}" for i in range(8)]
+    state.dequeue(state.jobs["j4"])
+    state.enqueue(state.jobs["j4"], 200.0)
+    assert list(state.queue) == [f"j{i}" for i in range(8)]
