@@ -204,8 +204,9 @@ class FittingWalk:
         self, runs: dict[int, list[QueueEntry]], alive: Callable[[QueueEntry], bool]
     ) -> None:
         self._runs = sorted(runs.items())  # (size, entries), smallest size first
-        self._alive = alive
+        self._alive = alive  # constant during a walk: the queue changes after it
         self._at = [0] * len(self._runs)
+        self._checked = [-1] * len(self._runs)  # the position in each run last found alive
 
     @classmethod
     def of(cls, queued: Iterable[tuple[SortKey, JobView]]) -> FittingWalk:
@@ -234,14 +235,15 @@ class FittingWalk:
         (-1: none); dead entries met on the way are stepped over for good."""
         best: QueueEntry | None = None
         best_run = -1
-        alive, at = self._alive, self._at
+        alive, at, checked = self._alive, self._at, self._checked
         for run, (size, entries) in enumerate(self._runs):
             if size > budget:
                 break
             i = at[run]
-            while i < len(entries) and not alive(entries[i]):
-                i += 1
-            at[run] = i
+            if checked[run] != i:
+                while i < len(entries) and not alive(entries[i]):
+                    i += 1
+                at[run] = checked[run] = i
             if i < len(entries) and (best is None or entries[i] < best):
                 best, best_run = entries[i], run
         return best_run
@@ -285,7 +287,8 @@ class RunningOrder:
         self._due: list[tuple[float, int, str]] = []  # (re-key from, stamp, job id)
         self._stamp: dict[str, int] = {}
         self._seq = 0
-        self._cum: list[int] | None = None
+        self._cum = [0]  # prefix sums of the GPUs of `_ids`, right up to `_cum_valid`
+        self._cum_valid = 0
 
     def sync(self, view: ClusterView) -> None:
         """Bring the order up to date with `view` (a new view starts from scratch)."""
@@ -339,12 +342,12 @@ class RunningOrder:
         self._ids.insert(at, job_id)
         self._entry[job_id] = sort_key
         self._gpus[job_id] = job.gpus
-        self._cum = None
-        at = self._changes_at(view, job)
-        if at < math.inf:
+        self._cum_valid = min(self._cum_valid, at)
+        changes_at = self._changes_at(view, job)
+        if changes_at < math.inf:
             self._seq += 1
             self._stamp[job_id] = self._seq
-            heapq.heappush(self._due, (at - self._slack, self._seq, job_id))
+            heapq.heappush(self._due, (changes_at - self._slack, self._seq, job_id))
 
     def _drop(self, job_id: str) -> None:
         pinned = self._pinned.pop(job_id, None)
@@ -359,13 +362,18 @@ class RunningOrder:
         del self._ids[at]
         del self._gpus[job_id]
         self._stamp.pop(job_id, None)
-        self._cum = None
+        self._cum_valid = min(self._cum_valid, at)
 
     def preemptible(self) -> tuple[list[SortKey], list[str], list[int]]:
-        """(sort keys, job ids, prefix sums of GPUs) of the preemptible running jobs."""
-        if self._cum is None:
-            self._cum = [0, *accumulate(map(self._gpus.__getitem__, self._ids))]
-        return self._keys, self._ids, self._cum
+        """(sort keys, job ids, prefix sums of GPUs) of the preemptible running jobs; the
+        sums are recomputed from the first position that changed."""
+        valid, ids, cum = self._cum_valid, self._ids, self._cum
+        if valid < len(ids) or len(cum) != len(ids) + 1:
+            base = cum[valid]
+            del cum[valid:]
+            cum.extend(accumulate(map(self._gpus.__getitem__, ids[valid:]), initial=base))
+            self._cum_valid = len(ids)
+        return self._keys, ids, cum
 
     @property
     def pinned_gpus(self) -> int:
