@@ -6,7 +6,8 @@ Rule: SRTF, SRSF and Tiresias run "the highest-priority jobs that fit" — every
 greedy walk over runs of running jobs by prefix sums (`_preempt_in_priority_order`); for
 Tiresias the running jobs kept sorted across rounds (`RunningOrder`), re-keyed only when
 their GPUs change or they near a threshold; for SRTF and SRSF only the running jobs whose
-key may have reached the queue's best re-keyed (`ShrinkingRunningOrder`). On contended random workloads, with
+key may have reached the queue's best re-keyed (`ShrinkingRunningOrder`); queued jobs
+merged from one run per size (`FittingWalk`). On contended random workloads, with
 non-preemptible jobs and thresholds low enough that demotions happen all the time, every
 job's start, end and preemption count must equal the definition's.
 """
