@@ -287,8 +287,10 @@ class RunningOrder:
         self._due: list[tuple[float, int, str]] = []  # (re-key from, stamp, job id)
         self._stamp: dict[str, int] = {}
         self._seq = 0
-        self._cum = [0]  # prefix sums of the GPUs of `_ids`, right up to `_cum_valid`
-        self._cum_valid = 0
+        # GPUs of the last k jobs of `_ids` at position k, right for k <= `_behind_valid`
+        # (a launched job enters near the front of the order, so these sums stay right)
+        self._behind = [0]
+        self._behind_valid = 0
 
     def sync(self, view: ClusterView) -> None:
         """Bring the order up to date with `view` (a new view starts from scratch)."""
@@ -342,7 +344,7 @@ class RunningOrder:
         self._ids.insert(at, job_id)
         self._entry[job_id] = sort_key
         self._gpus[job_id] = job.gpus
-        self._cum_valid = min(self._cum_valid, at)
+        self._behind_valid = min(self._behind_valid, len(self._ids) - at - 1)
         changes_at = self._changes_at(view, job)
         if changes_at < math.inf:
             self._seq += 1
@@ -362,18 +364,19 @@ class RunningOrder:
         del self._ids[at]
         del self._gpus[job_id]
         self._stamp.pop(job_id, None)
-        self._cum_valid = min(self._cum_valid, at)
+        self._behind_valid = min(self._behind_valid, len(self._ids) - at)
 
     def preemptible(self) -> tuple[list[SortKey], list[str], list[int]]:
-        """(sort keys, job ids, prefix sums of GPUs) of the preemptible running jobs; the
-        sums are recomputed from the first position that changed."""
-        valid, ids, cum = self._cum_valid, self._ids, self._cum
-        if valid < len(ids) or len(cum) != len(ids) + 1:
-            base = cum[valid]
-            del cum[valid:]
-            cum.extend(accumulate(map(self._gpus.__getitem__, ids[valid:]), initial=base))
-            self._cum_valid = len(ids)
-        return self._keys, ids, cum
+        """(sort keys, job ids, GPUs behind) of the preemptible running jobs, the GPUs of
+        the last k jobs at position k; recomputed back to the last position that changed."""
+        valid, ids, behind = self._behind_valid, self._ids, self._behind
+        if valid < len(ids) or len(behind) != len(ids) + 1:
+            base = behind[valid]
+            del behind[valid:]
+            front = ids[: len(ids) - valid]
+            behind.extend(accumulate(map(self._gpus.__getitem__, reversed(front)), initial=base))
+            self._behind_valid = len(ids)
+        return self._keys, ids, behind
 
     @property
     def pinned_gpus(self) -> int:
@@ -438,7 +441,7 @@ class ShrinkingRunningOrder:
     def tail(
         self, view: ClusterView, threshold: SortKey
     ) -> tuple[list[SortKey], list[str], list[int], int, int]:
-        """(sort keys, ids, prefix sums of GPUs) of the preemptible running jobs whose sort
+        """(sort keys, ids, GPUs behind) of the preemptible running jobs whose sort
         key now is at least `threshold`, in order; the GPUs of the preemptible ones below it;
         the GPUs of the non-preemptible ones."""
         self._sync(view)
@@ -467,8 +470,8 @@ class ShrinkingRunningOrder:
         self._tail = [(stamp, job_id, job) for _, _, job_id, stamp, job in reached]
         keys = [(job_key, index) for job_key, index, _, _, _ in reached]
         ids = [job_id for _, _, job_id, _, _ in reached]
-        cum = [0, *accumulate(map(self._gpus.__getitem__, ids))]
-        return keys, ids, cum, self._gpus_total - cum[-1], self._pinned_gpus
+        behind = [0, *accumulate(map(self._gpus.__getitem__, reversed(ids)))]
+        return keys, ids, behind, self._gpus_total - behind[-1], self._pinned_gpus
 
 
 def schedule_by_priority(
@@ -512,20 +515,20 @@ def schedule_by_priority(
         walk = order.fitting(view)
     if isinstance(running, RunningOrder):
         running.sync(view)
-        keys, ids, cum = running.preemptible()
+        keys, ids, behind = running.preemptible()
         pinned = running.pinned_gpus
     elif isinstance(running, ShrinkingRunningOrder):
         first = walk.first_key()
         if first is None:
             return
-        keys, ids, cum, below, pinned = running.tail(view, first)
+        keys, ids, behind, below, pinned = running.tail(view, first)
         if below <= training_capacity(view) - pinned:
             pinned += below  # the walk keeps them all before it meets the first queued job
         else:  # capacity shrank under the running jobs: the walk stops among them
-            keys, ids, cum, pinned = _running_in_order(view, key)
+            keys, ids, behind, pinned = _running_in_order(view, key)
     else:
-        keys, ids, cum, pinned = _running_in_order(view, key)
-    decisions = _preempt_in_priority_order(view, keys, ids, cum, pinned, walk)
+        keys, ids, behind, pinned = _running_in_order(view, key)
+    decisions = _preempt_in_priority_order(view, keys, ids, behind, pinned, walk)
     for decision in decisions:
         if order is not None and isinstance(decision, Launch):
             order.forget(decision.job_id)
@@ -547,29 +550,29 @@ def _running_in_order(
     """What `RunningOrder.preemptible` gives, and the pinned GPUs, sorted afresh."""
     keys: list[SortKey] = []
     ids: list[str] = []
-    cum = [0]
+    gpus: list[int] = []
     pinned = 0
     for sort_key, job in sorted(((key(j), j.trace_index), j) for j in view.running.values()):
         if job.spec.preemptible:
             keys.append(sort_key)
             ids.append(job.job_id)
-            cum.append(cum[-1] + job.gpus)
+            gpus.append(job.gpus)
         else:
             pinned += job.gpus
-    return keys, ids, cum, pinned
+    return keys, ids, [0, *accumulate(reversed(gpus))], pinned
 
 
 def _preempt_in_priority_order(
     view: ClusterView,
     keys: list[SortKey],
     ids: list[str],
-    cum: list[int],
+    behind: list[int],
     pinned_gpus: int,
     walk: FittingWalk,
 ) -> Iterator[Decision]:
-    """`preemptive_schedule` over the running jobs (`ids`, sorted by `keys`, with prefix
-    sums `cum` of their GPUs) merged with `queued`: the same decisions in the same order,
-    without a Python step per running job kept.
+    """`preemptive_schedule` over the running jobs (`ids`, sorted by `keys`; `behind[k]`
+    the GPUs of the last k) merged with the queued jobs of `walk`: the same decisions in
+    the same order, without a Python step per running job kept.
 
     A queued job asking for more than the budget left is passed over without a step: the
     budget only shrinks along the walk, so it could not be kept further on either; and once
@@ -592,7 +595,7 @@ def _preempt_in_priority_order(
             break
         sort_key, job = candidate
         end = bisect_left(keys, sort_key, pos)
-        pos, budget, stopped = _keep_running(ids, cum, pos, end, budget, evicted)
+        pos, budget, stopped = _keep_running(ids, behind, pos, end, budget, evicted)
         if stopped or budget <= 0:
             stopped = True
             break
@@ -605,7 +608,7 @@ def _preempt_in_priority_order(
     if not waiting:
         return
     if not stopped:
-        pos, budget, stopped = _keep_running(ids, cum, pos, len(ids), budget, evicted)
+        pos, budget, stopped = _keep_running(ids, behind, pos, len(ids), budget, evicted)
     if stopped:
         evicted.extend(ids[pos:])
     if evicted:
@@ -619,16 +622,18 @@ def _preempt_in_priority_order(
 
 
 def _keep_running(
-    ids: list[str], cum: list[int], lo: int, hi: int, budget: int, evicted: list[str]
+    ids: list[str], behind: list[int], lo: int, hi: int, budget: int, evicted: list[str]
 ) -> tuple[int, int, bool]:
     """The greedy walk over running `ids[lo:hi]`: (where it stopped, budget left, whether
     the budget ran out before `hi`); jobs that do not fit go to `evicted`."""
-    if cum[hi] - cum[lo] <= budget:
-        return hi, budget - (cum[hi] - cum[lo]), False
+    count = len(ids)
+    run = behind[count - lo] - behind[count - hi]
+    if run <= budget:
+        return hi, budget - run, False
     for i in range(lo, hi):
         if budget <= 0:
             return i, budget, True
-        gpus = cum[i + 1] - cum[i]
+        gpus = behind[count - i] - behind[count - i - 1]
         if gpus <= budget:
             budget -= gpus
         else:

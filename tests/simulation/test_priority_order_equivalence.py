@@ -3,7 +3,7 @@
 Rule: SRTF, SRSF and Tiresias run "the highest-priority jobs that fit" — every round,
 `preemptive_schedule` over all running and queued jobs freshly sorted by the policy's key
 (`simulation.policies.ordering`). The engine takes shortcuts for speed (issue #22): the
-greedy walk over runs of running jobs by prefix sums (`_preempt_in_priority_order`); for
+greedy walk over runs of running jobs by sums of GPUs (`_preempt_in_priority_order`); for
 Tiresias the running jobs kept sorted across rounds (`RunningOrder`), re-keyed only when
 their GPUs change or they near a threshold; for SRTF and SRSF only the running jobs whose
 key may have reached the queue's best re-keyed (`ShrinkingRunningOrder`); queued jobs
