@@ -580,9 +580,9 @@ def _preempt_in_priority_order(
 
     Until the greedy walk keeps a queued job, every running job it passes is kept (they all
     fit together), and a run of running jobs between two queued ones is kept whole whenever
-    its GPUs fit the budget, so the walk takes such runs in one step by bisection over their
-    keys and steps job by job only inside the run where the budget runs out. A running job
-    holds at least one GPU, so a budget that covers a whole run stays positive until its end.
+    its GPUs fit the budget, so the walk finds such runs by bisection over their keys, and
+    inside a run the longest stretch that fits by bisection over their GPUs
+    (`_keep_running`): it steps only at the running jobs it evicts.
     """
     budget = training_capacity(view) - pinned_gpus
     evicted: list[str] = []
@@ -625,17 +625,23 @@ def _keep_running(
     ids: list[str], behind: list[int], lo: int, hi: int, budget: int, evicted: list[str]
 ) -> tuple[int, int, bool]:
     """The greedy walk over running `ids[lo:hi]`: (where it stopped, budget left, whether
-    the budget ran out before `hi`); jobs that do not fit go to `evicted`."""
+    the budget ran out before `hi`); jobs that do not fit go to `evicted`.
+
+    The greedy keeps jobs one after another while each fits, that is the longest run whose
+    GPUs fit the budget, found by bisection over the sums `behind` (they grow by at least
+    one GPU per job); then the job after the run does not fit and is evicted."""
     count = len(ids)
-    run = behind[count - lo] - behind[count - hi]
-    if run <= budget:
-        return hi, budget - run, False
-    for i in range(lo, hi):
+    i = lo
+    while i < hi:
         if budget <= 0:
             return i, budget, True
-        gpus = behind[count - i] - behind[count - i - 1]
-        if gpus <= budget:
-            budget -= gpus
-        else:
+        # the smallest k with behind[k] >= behind[count - i] - budget ends the longest run
+        k = bisect_left(behind, behind[count - i] - budget, count - hi, count - i)
+        budget -= behind[count - i] - behind[k]
+        i = count - k
+        if i < hi:  # ids[i] does not fit what is left
+            if budget <= 0:
+                return i, budget, True
             evicted.append(ids[i])
+            i += 1
     return hi, budget, False
