@@ -361,9 +361,11 @@ class ElasticTiresias(Tiresias):
             return  # no plan finds the GPUs of any waiting job
         index = self._waiting
         heads = index.heads(view)
-        pools = {cls[2]: open_pools(view, cls[2]) for _, cls, _ in heads}
+        pools: dict[str | None, list[PoolSpec]] = {}  # by GPU type
         while heads:
             _, cls, job_id = heads[0]
+            if cls[2] not in pools:
+                pools[cls[2]] = open_pools(view, cls[2])
             placement = free_compaction_plan(view, cls[0], cls[1], pools[cls[2]])
             if placement is None:
                 del heads[0]  # launches only take free GPUs: no plan later this round
