@@ -38,8 +38,8 @@ read per job. Equal ρ are then ordered by submission and job id exactly as the 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator, Sequence
-from operator import attrgetter
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from operator import attrgetter, itemgetter
 
 import numpy as np
 
@@ -52,6 +52,7 @@ from simulation.view import ClusterView, JobView
 
 _LEASE_TOLERANCE = 1e-6
 _REMAINING_WORK = attrgetter("remaining_work")
+_FEW_WAITING = 150  # up to this many waiting jobs, Python ranks them faster than numpy
 
 
 def current_rate(view: ClusterView, job: JobView) -> float:
@@ -76,15 +77,14 @@ def finish_time_fairness(view: ClusterView, job: JobView, contenders: int, capac
 
 
 class Rows:
-    """Jobs with float columns: `put` and `drop` cost O(1) (the last row takes a dropped
-    row's place), and a column is made a numpy array when read after a change."""
+    """Jobs with float columns kept in one numpy array: `put` and `drop` cost O(1) (the last
+    row takes a dropped row's place), and a round reads whole columns without building them."""
 
     def __init__(self, width: int) -> None:
         self.ids: list[str] = []
         self.views: list[JobView] = []
         self._at: dict[str, int] = {}
-        self._columns: list[list[float]] = [[] for _ in range(width)]
-        self._arrays: dict[int, np.ndarray] = {}  # columns read since the last change
+        self._data = np.empty((width, 256))
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -92,37 +92,29 @@ class Rows:
     def put(self, job: JobView, values: tuple[float, ...]) -> None:
         at = self._at.get(job.job_id)
         if at is None:
-            self._at[job.job_id] = len(self.ids)
+            at = self._at[job.job_id] = len(self.ids)
+            if at == self._data.shape[1]:
+                self._data = np.concatenate([self._data, np.empty_like(self._data)], axis=1)
             self.ids.append(job.job_id)
             self.views.append(job)
-            for column, value in zip(self._columns, values, strict=True):
-                column.append(value)
-        else:
-            for column, value in zip(self._columns, values, strict=True):
-                column[at] = value
-        self._arrays.clear()
+        self._data[:, at] = values
 
     def drop(self, job_id: str) -> None:
         at = self._at.pop(job_id, None)
         if at is None:
             return
-        if at != len(self.ids) - 1:
-            moved = self.ids[at] = self.ids[-1]
-            self.views[at] = self.views[-1]
-            for column in self._columns:
-                column[at] = column[-1]
+        last = len(self.ids) - 1
+        if at != last:
+            moved = self.ids[at] = self.ids[last]
+            self.views[at] = self.views[last]
+            self._data[:, at] = self._data[:, last]
             self._at[moved] = at
         self.ids.pop()
         self.views.pop()
-        for column in self._columns:
-            column.pop()
-        self._arrays.clear()
 
     def column(self, index: int) -> np.ndarray:
-        array = self._arrays.get(index)
-        if array is None:
-            array = self._arrays[index] = np.array(self._columns[index], dtype=float)
-        return array
+        """The column's live values (a view: valid until the next `put` or `drop`)."""
+        return self._data[index, : len(self.ids)]
 
 
 # Columns of `Contenders.rows`. LEFT: a waiting job's remaining seconds at its requested rate;
@@ -132,8 +124,10 @@ SUBMIT, DURATION, GPUS, LEFT, SCALE, RATE, HELD, PINNED, RUNNING = range(9)
 
 class Contenders:
     """The jobs that wait or run, each with what its ρ needs that changes only when it enters
-    the queue or its GPUs change, kept from the engine's queue and allocation logs. (A job's
-    share changes only by `SetShare`, which Themis never makes.)"""
+    the queue or its GPUs change, kept from the engine's queue and allocation logs: in numpy
+    columns (`rows`), and for the waiting jobs also as Python tuples (`waiting`), cheaper to
+    rank than arrays when few jobs wait. (A job's share changes only by `SetShare`, which
+    Themis never makes.)"""
 
     def __init__(self) -> None:
         self._view: ClusterView | None = None
@@ -142,6 +136,8 @@ class Contenders:
         if view is not self._view:  # a new run or snapshot: read the logs from the start
             self._view, self._queued, self._moved = view, 0, 0
             self.rows = Rows(9)
+            # job id -> (submit time, predicted duration, GPUs, LEFT, job)
+            self.waiting: dict[str, tuple[float, float, int, float, JobView]] = {}
         queued, self._queued = view.queued_since(self._queued)
         moved, self._moved = view.allocations_since(self._moved)
         waiting, running = view.queue.keys(), view.running.keys()
@@ -154,7 +150,11 @@ class Contenders:
                 left = remaining_seconds(job) / rate if rate > 0 else math.inf
                 rows.put(job, (spec.submit_time, job.predicted_duration, spec.num_gpus, left,
                                1.0, 0.0, 0, False, False))
-            elif job_id in running:
+                self.waiting[job_id] = (spec.submit_time, job.predicted_duration,
+                                        spec.num_gpus, left, job)
+                continue
+            self.waiting.pop(job_id, None)
+            if job_id in running:
                 scale = job.predicted_duration / spec.duration if spec.duration > 0 else 1.0
                 rows.put(job, (spec.submit_time, job.predicted_duration, spec.num_gpus, 0.0,
                                scale, current_rate(view, job), job.gpus, not spec.preemptible,
@@ -280,8 +280,30 @@ class Themis(Policy):
         if free <= 0 or free < smallest:
             return  # no waiting job fits
         # Between lease ends: waiting jobs in decreasing ρ take free GPUs, nobody is preempted.
-        # A job asking more than is free now cannot start this round, so it is not ranked,
-        # and the walk stops after a few launches, so the order is made piece by piece.
+        # A job asking more than is free now cannot start this round, so it is not ranked.
+        if len(view.queue) <= _FEW_WAITING:
+            ordered: Iterable[JobView] = self._few_in_order(view, free)
+        else:
+            ordered = self._many_in_order(view, free, smallest)
+        yield from launch_in_order(view, ordered, blocking=False)
+
+    def _few_in_order(self, view: ClusterView, free: int) -> list[JobView]:
+        """The waiting jobs that fit `free` GPUs, worst ρ first, ranked in Python (as
+        `finish_time_fairness` computes ρ, from the kept tuples)."""
+        now, share_gpus = view.now, self._share_gpus(view)
+        scored = []
+        for job_id, (submit, duration, gpus, left, job) in self._contenders.waiting.items():
+            if gpus <= free:
+                independent = duration * max(1.0, gpus / share_gpus)
+                shared = now - submit + left
+                rho = shared / independent if independent > 0 else math.inf
+                scored.append((-rho, submit, job_id, job))
+        scored.sort(key=itemgetter(0, 1, 2))
+        return [entry[3] for entry in scored]
+
+    def _many_in_order(self, view: ClusterView, free: int, smallest: int) -> Iterator[JobView]:
+        """`_few_in_order` in numpy, made piece by piece: the walk stops after a few
+        launches."""
         rows = self._contenders.rows
         gpus = rows.column(GPUS)
         fits = np.flatnonzero((gpus <= free) & (rows.column(RUNNING) == 0))
@@ -291,8 +313,7 @@ class Themis(Policy):
         pieces = worst_first_in_pieces(rho, submit.tolist(), lambda i: rows.ids[fits[i]],
                                        2 * free // max(1, smallest) + 8)
         views = rows.views
-        ordered = (views[fits[i]] for piece in pieces for i in piece.tolist())
-        yield from launch_in_order(view, ordered, blocking=False)
+        return (views[fits[i]] for piece in pieces for i in piece.tolist())
 
     @staticmethod
     def _share_gpus(view: ClusterView) -> float:

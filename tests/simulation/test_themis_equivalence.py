@@ -1,13 +1,14 @@
-"""Themis' numpy rounds decide exactly as its definition.
+"""Themis' fast rounds decide exactly as its definition.
 
 Definition (`simulation.policies.themis`): every round ranks the jobs by
 `finish_time_fairness`, worst first, ties by submission then job id; between lease ends the
 waiting jobs take free GPUs in that order (`launch_in_order`), at a lease end the ⌈f·N⌉ worst
 come first, the rest in seeded random order, and `preemptive_schedule` keeps or starts the
-highest that fit. The policy computes ρ in numpy from per-job columns kept across rounds
-(`Contenders`) and walks the order in numpy (`greedy_keep`). On contended random workloads
-with equal submit times and durations (so ρ ties), non-preemptible jobs and short leases,
-every job's start, end and preemption count must equal the definition's.
+highest that fit. The policy computes ρ from per-job values kept across rounds
+(`Contenders`), in numpy or, for few waiting jobs, in Python, and walks the order in numpy
+(`greedy_keep`). On contended random workloads with equal submit times and durations (so ρ
+ties), non-preemptible jobs and short leases, every job's start, end and preemption count
+must equal the definition's.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import pytest
 from simulation.decisions import Decision
 from simulation.engine import EngineConfig, Simulation
 from simulation.model import JobSpec
+from simulation.policies import themis
 from simulation.policies.base import create_policy
 from simulation.policies.ordering import launch_in_order, preemptive_schedule, training_capacity
 from simulation.policies.themis import (
@@ -89,7 +91,9 @@ def outcome(policy: Themis, jobs: list[JobSpec], restart: float) -> list[tuple]:
     (100.0, 0.8, 63.0, 300.0), (250.0, 0.3, 0.0, 300.0), (60.0, 1.0, 20.0, 300.0),
     (60.0, 0.7, 63.0, 5.0),  # a long queue: walks often end before the leftover
 ])
-def test_themis_equals_its_definition(seed, lease, fraction, restart, gap):
+@pytest.mark.parametrize("few", [0, 10, 1000])  # waiting jobs ranked in Python, not numpy
+def test_themis_equals_its_definition(seed, lease, fraction, restart, gap, few, monkeypatch):
+    monkeypatch.setattr(themis, "_FEW_WAITING", few)
     params = {"lease": lease, "fairness_fraction": fraction}
     jobs = random_jobs(seed, 120 if gap < 100 else 70, gap)
     fast = outcome(create_policy("themis", params, seed=seed), jobs, restart)
@@ -122,6 +126,9 @@ def test_contenders_follow_the_logs():
             assert rows.column(LEFT)[i] == job.remaining_work / rate
         for i in np.flatnonzero(running):
             assert rows.column(HELD)[i] == rows.views[i].gpus
+        assert sorted(contenders.waiting) == sorted(view.queue.keys())
+        for job_id, (_, _, _, left, job) in contenders.waiting.items():
+            assert left == rows.column(LEFT)[rows.ids.index(job_id)] and job.job_id == job_id
         checked += 1
 
     policy.schedule = checking
