@@ -237,6 +237,11 @@ class ClusterState:
         queue.clear()
         queue.update(items)
 
+    @property
+    def queue_in_submit_order(self) -> bool:
+        """Whether the queue's order is exactly (submit time, trace index); see `enqueue`."""
+        return self._queue_keys is not None
+
     def dequeue(self, job: JobState) -> None:
         del self.queue[job.job_id]
         self.queued_gpus -= job.spec.num_gpus

@@ -275,6 +275,13 @@ class ClusterView:
         """The fewest GPUs any queued job asks for (0 with an empty queue)."""
         return min(self._state.queued_sizes, default=0)
 
+    def queue_in_submit_order(self) -> bool:
+        """Whether the queue holds its jobs exactly in (submit time, trace index) order. It may
+        not while a requeued job that tied the last one's submit time waits behind it
+        (`ClusterState.enqueue`), so a policy breaking ties by queue order checks here before
+        breaking them by trace index instead."""
+        return self._state.queue_in_submit_order
+
     def available_gpus(self) -> int:
         """GPUs that can host training now (inference servers count only while on loan)."""
         return self._state.available_gpus

@@ -24,16 +24,24 @@ Choices where the paper is silent, and why:
 - Inelastic jobs (`max_workers == min_workers`) are never resized.
 - Resize costs come from the engine's overhead model; EDL's own stop-free scaling (§4.2) is
   the default (`engine_defaults`), `scaling_mode=stop-resume` the paper's comparison.
+
+Speed (issue #22): compaction tries every waiting job, every round. A plan depends on the job
+only through its size, worker size and GPU type, so a class found without a plan is skipped
+until a launch changes the state; and when no job is elastic nothing can be scaled in, plans
+come from free GPUs alone (`free_compaction_plan`) and a launch only takes GPUs, so the jobs
+started are found from the heads of per-class queues (`WaitingIndex`) without walking the
+queue. Both expansions have no work without elastic jobs and are skipped.
 """
 
 from __future__ import annotations
 
 import heapq
 import math
+from bisect import bisect_right, insort
 from collections.abc import Iterator
 
 from simulation.decisions import Decision, Launch, Placement, Resize, Slot
-from simulation.model import JobSpec
+from simulation.model import JobSpec, PoolSpec
 from simulation.policies.base import Param, register
 from simulation.policies.ordering import pool_preference
 from simulation.policies.tiresias import Tiresias
@@ -67,6 +75,156 @@ def build_placement(counts: dict[str, int], spec: JobSpec) -> Placement:
     return tuple(slots)
 
 
+def open_pools(view: ClusterView, gpu_type: str | None) -> list[PoolSpec]:
+    """The pools a job of `gpu_type` may use (the set `pool_preference` orders) that have a
+    server available to training now."""
+    return [pool for pool in view.spec.pools
+            if (gpu_type is None or pool.gpu_type == gpu_type) and any(
+                next(view.servers_with_free(pool.name, f), None) is not None
+                for f in range(pool.gpus_per_server + 1))]
+
+
+def free_compaction_plan(
+    view: ClusterView, need: int, per_worker: int, pools: list[PoolSpec]
+) -> Placement | None:
+    """`ElasticTiresias._compaction_plan` when no running job can be scaled in: the ⌈need/m⌉
+    servers of `pools` (`open_pools`) with the most free GPUs in whole workers, ties by server
+    id, must hold `need` (m: GPUs of the largest server). Read from the engine's free-GPU
+    index, so it costs the servers it takes rather than a pass over every server."""
+    if not pools or sum(view.free_gpus(pool.name) for pool in pools) < need:
+        return None
+    size = max(pool.gpus_per_server for pool in pools)
+    count = math.ceil(need / size)
+    chosen: list[tuple[int, str]] = []  # (usable free GPUs, server), best first
+    for usable in range(size - size % per_worker, 0, -per_worker):
+        group = [sid for pool in pools
+                 for f in range(usable, min(usable + per_worker, pool.gpus_per_server + 1))
+                 for sid in view.servers_with_free(pool.name, f)]
+        if group:
+            group.sort()
+            chosen += [(usable, sid) for sid in group[:count - len(chosen)]]
+            if len(chosen) == count:
+                break
+    if sum(usable for usable, _ in chosen) < need:
+        return None
+    slots: list[Slot] = []
+    left = need
+    for usable, sid in chosen:
+        take = min(usable, left)
+        got = min(take - take % per_worker, left)
+        if got:
+            slots.append(Slot(sid, got))
+            left -= got
+    return tuple(slots) if left <= 0 else None
+
+
+JobClass = tuple[int, int, "str | None"]  # (GPUs asked, GPUs per worker, GPU type)
+_Entry = tuple[tuple[int, float, int], int, str]  # ((queue, submit time, trace index), seq, id)
+
+
+class WaitingIndex:
+    """The waiting jobs by `JobClass`, each class a heap in compaction order, and the elastic
+    jobs not yet done; kept from the engine's queue log, so a round costs what entered the
+    queue since the last one rather than the queue's length.
+
+    A compaction plan reads the job it starts only through its class, so one cluster state
+    gives every job of a class the same plan, and when nothing can be scaled in, a launch only
+    takes free GPUs, so a class without a plan gets none later in the round: the jobs
+    compaction starts are then each time the first of the class heads, in order, that has a
+    plan. The order is (queue, submit time, trace index): waiting jobs' queues are frozen
+    without promotion, and trace index is the queue's own tie order while
+    `ClusterView.queue_in_submit_order` holds.
+    """
+
+    def __init__(self, bounds: list[float]) -> None:
+        self._bounds = bounds
+        self._reset(None)
+
+    def _reset(self, view: ClusterView | None) -> None:
+        self._view = view
+        self._mark = 0  # position in the view's queue log
+        self._heaps: dict[JobClass, list[_Entry]] = {}
+        self._live: dict[str, int] = {}  # job id -> seq of its current entry
+        self._entries = 0
+        self._seq = 0
+        self._elastic: set[str] = set()
+        if view is not None:
+            self._elastic = {job.job_id for job in view.running.values() if job.spec.elastic}
+
+    def sync(self, view: ClusterView) -> None:
+        """Add the jobs queued since the last call (all of them for a new view)."""
+        if view is not self._view:
+            self._reset(view)
+        queued, self._mark = view.queued_since(self._mark)
+        waiting = view.queue.keys()
+        for job_id in dict.fromkeys(queued):
+            job = view.job(job_id)
+            spec = job.spec
+            if spec.elastic:
+                self._elastic.add(job_id)
+            if job_id not in waiting:
+                continue
+            self._seq += 1
+            key = (bisect_right(self._bounds, job.attained_service), spec.submit_time,
+                   job.trace_index)
+            cls = (spec.num_gpus, spec.gpus_per_worker, spec.gpu_type)
+            heapq.heappush(self._heaps.setdefault(cls, []), (key, self._seq, job_id))
+            self._live[job_id] = self._seq
+            self._entries += 1
+        if self._entries > 2 * len(self._live) + 64:
+            self._compact_entries(view)
+
+    def _compact_entries(self, view: ClusterView) -> None:
+        """Drop the entries of jobs that left the queue or were queued again since."""
+        waiting = view.queue.keys()
+        live = {job_id: seq for job_id, seq in self._live.items() if job_id in waiting}
+        for cls, heap in list(self._heaps.items()):
+            heap[:] = [e for e in heap if live.get(e[2]) == e[1]]
+            heapq.heapify(heap)
+            if not heap:
+                del self._heaps[cls]
+        self._live = live
+        self._entries = len(live)
+
+    def has_elastic(self, view: ClusterView) -> bool:
+        """Whether an elastic job waits or runs (after `sync`)."""
+        if self._elastic:
+            waiting, running = view.queue.keys(), view.running.keys()
+            self._elastic = {j for j in self._elastic if j in waiting or j in running}
+        return bool(self._elastic)
+
+    def head(self, view: ClusterView, cls: JobClass) -> tuple[tuple[int, float, int], str] | None:
+        """(order key, job id) of the first waiting job of `cls`, or None."""
+        heap = self._heaps.get(cls)
+        waiting = view.queue.keys()
+        while heap:
+            key, seq, job_id = heap[0]
+            if self._live.get(job_id) == seq:
+                if job_id in waiting:
+                    return key, job_id
+                del self._live[job_id]
+            heapq.heappop(heap)
+            self._entries -= 1
+        return None
+
+    def heads(self, view: ClusterView) -> list[tuple[tuple[int, float, int], JobClass, str]]:
+        """(order key, class, job id) of every class's first waiting job, in order."""
+        found = []
+        for cls in list(self._heaps):
+            head = self.head(view, cls)
+            if head is None:
+                del self._heaps[cls]
+            else:
+                found.append((head[0], cls, head[1]))
+        return sorted(found)
+
+    def pop(self, cls: JobClass) -> None:
+        """Remove the head of `cls`, which `head` has just returned."""
+        _, _, job_id = heapq.heappop(self._heaps[cls])
+        del self._live[job_id]
+        self._entries -= 1
+
+
 def relative_gain(view: ClusterView, spec: JobSpec, gpus: int, delta: int) -> float:
     """(S(gpus + delta) - S(gpus)) / S(gpus): EDL's relative throughput change."""
     now = view.throughput.speedup(spec.model, gpus)
@@ -89,13 +247,22 @@ class ElasticTiresias(Tiresias):
     compaction_threshold: int
     qos_ratio: float
 
+    def __init__(self, **values: object) -> None:
+        super().__init__(**values)
+        self._waiting = WaitingIndex(self._bounds)
+
     def schedule(self, view: ClusterView) -> Iterator[Decision]:
-        if view.queue:
+        self._waiting.sync(view)
+        elastic = self._waiting.has_elastic(view)  # without, neither expansion has work
+        if view.queue and elastic:
             yield from self._return_expansion(view)
         if len(view.queue) > self.compaction_threshold:
-            yield from self._compact(view)
+            if elastic or self.promote_knob > 0 or not view.queue_in_submit_order():
+                yield from self._compact(view)
+            else:
+                yield from self._compact_from_free(view)
         yield from super().schedule(view)
-        if not view.queue:
+        if not view.queue and elastic:
             yield from self._expand(view)
 
     def min_gpus(self, spec: JobSpec) -> int:
@@ -169,13 +336,46 @@ class ElasticTiresias(Tiresias):
     def _compact(self, view: ClusterView) -> Iterator[Decision]:
         waiting = sorted(view.queue.values(),
                          key=lambda j: (self.queue_index(view, j), j.submit_time))
+        # A plan reads the job only through its class and the state changes only by what is
+        # yielded here: a class without a plan stays so until the next launch.
+        planless: set[JobClass] = set()
         for job in waiting:
+            spec = job.spec
+            cls = (spec.num_gpus, spec.gpus_per_worker, spec.gpu_type)
+            if cls in planless:
+                continue
             plan = self._compaction_plan(view, job)
             if plan is None:
+                planless.add(cls)
                 continue
+            planless.clear()
             resizes, placement = plan
             yield from resizes
             yield Launch(job.job_id, placement)
+
+    def _compact_from_free(self, view: ClusterView) -> Iterator[Decision]:
+        """`_compact` when no job is elastic, promotion is off and the queue is in submit
+        order: each launch goes to the first class head with a plan (see `WaitingIndex`)."""
+        free = sum(view.free_gpus(pool.name) for pool in view.spec.pools)
+        if free < view.smallest_queued_gpus():
+            return  # no plan finds the GPUs of any waiting job
+        index = self._waiting
+        heads = index.heads(view)
+        pools: dict[str | None, list[PoolSpec]] = {}  # by GPU type
+        while heads:
+            _, cls, job_id = heads[0]
+            if cls[2] not in pools:
+                pools[cls[2]] = open_pools(view, cls[2])
+            placement = free_compaction_plan(view, cls[0], cls[1], pools[cls[2]])
+            if placement is None:
+                del heads[0]  # launches only take free GPUs: no plan later this round
+                continue
+            index.pop(cls)
+            del heads[0]
+            head = index.head(view, cls)
+            if head is not None:
+                insort(heads, (head[0], cls, head[1]))
+            yield Launch(job_id, placement)
 
     def _compaction_plan(
         self, view: ClusterView, job: JobView

@@ -26,21 +26,33 @@ papers folder, so this module implements the widely used simplification of it:
   waiting jobs in decreasing ρ (work-conserving, non-preemptive).
 - Ties in ρ go to the earlier submission, then the job id. Non-preemptible running jobs keep
   their GPUs whatever their ρ.
+
+Speed (issue #22): every round ranks every contending job, so the parts of ρ that do not
+change while a job waits or keeps its GPUs are kept per job in numpy columns (`Contenders`,
+updated from the engine's queue and allocation logs), and a round computes all ρ at once with
+the same float operations as `finish_time_fairness`; only a running job's remaining work is
+read per job. Equal ρ are then ordered by submission and job id exactly as the definition.
+`greedy_keep` is `preemptive_schedule`'s walk over that order in a few numpy steps.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from operator import attrgetter, itemgetter
 
-from simulation.decisions import Decision
+import numpy as np
+
+from simulation.decisions import Decision, Preempt
 from simulation.policies.base import Param, Policy, register
-from simulation.policies.ordering import launch_in_order, preemptive_schedule, training_capacity
+from simulation.policies.ordering import launch_in_order, place_requested, training_capacity
 from simulation.policies.srtf import remaining_seconds
 from simulation.state import JobStatus
 from simulation.view import ClusterView, JobView
 
 _LEASE_TOLERANCE = 1e-6
+_REMAINING_WORK = attrgetter("remaining_work")
+_FEW_WAITING = 150  # up to this many waiting jobs, Python ranks them faster than numpy
 
 
 def current_rate(view: ClusterView, job: JobView) -> float:
@@ -64,6 +76,165 @@ def finish_time_fairness(view: ClusterView, job: JobView, contenders: int, capac
     return shared / independent if independent > 0 else math.inf
 
 
+class Rows:
+    """Jobs with float columns kept in one numpy array: `put` and `drop` cost O(1) (the last
+    row takes a dropped row's place), and a round reads whole columns without building them."""
+
+    def __init__(self, width: int) -> None:
+        self.ids: list[str] = []
+        self.views: list[JobView] = []
+        self._at: dict[str, int] = {}
+        self._data = np.empty((width, 256))
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def put(self, job: JobView, values: tuple[float, ...]) -> None:
+        at = self._at.get(job.job_id)
+        if at is None:
+            at = self._at[job.job_id] = len(self.ids)
+            if at == self._data.shape[1]:
+                self._data = np.concatenate([self._data, np.empty_like(self._data)], axis=1)
+            self.ids.append(job.job_id)
+            self.views.append(job)
+        self._data[:, at] = values
+
+    def drop(self, job_id: str) -> None:
+        at = self._at.pop(job_id, None)
+        if at is None:
+            return
+        last = len(self.ids) - 1
+        if at != last:
+            moved = self.ids[at] = self.ids[last]
+            self.views[at] = self.views[last]
+            self._data[:, at] = self._data[:, last]
+            self._at[moved] = at
+        self.ids.pop()
+        self.views.pop()
+
+    def column(self, index: int) -> np.ndarray:
+        """The column's live values (a view: valid until the next `put` or `drop`)."""
+        return self._data[index, : len(self.ids)]
+
+
+# Columns of `Contenders.rows`. LEFT: a waiting job's remaining seconds at its requested rate;
+# SCALE: a running job's predicted / true duration; RATE: its rate now; HELD: its GPUs.
+SUBMIT, DURATION, GPUS, LEFT, SCALE, RATE, HELD, PINNED, RUNNING = range(9)
+
+
+class Contenders:
+    """The jobs that wait or run, each with what its ρ needs that changes only when it enters
+    the queue or its GPUs change, kept from the engine's queue and allocation logs: in numpy
+    columns (`rows`), and for the waiting jobs also as Python tuples (`waiting`), cheaper to
+    rank than arrays when few jobs wait. (A job's share changes only by `SetShare`, which
+    Themis never makes.)"""
+
+    def __init__(self) -> None:
+        self._view: ClusterView | None = None
+
+    def sync(self, view: ClusterView) -> None:
+        if view is not self._view:  # a new run or snapshot: read the logs from the start
+            self._view, self._queued, self._moved = view, 0, 0
+            self.rows = Rows(9)
+            # job id -> (submit time, predicted duration, GPUs, LEFT, job)
+            self.waiting: dict[str, tuple[float, float, int, float, JobView]] = {}
+        queued, self._queued = view.queued_since(self._queued)
+        moved, self._moved = view.allocations_since(self._moved)
+        waiting, running = view.queue.keys(), view.running.keys()
+        rows = self.rows
+        for job_id in dict.fromkeys(queued + moved):
+            job = view.job(job_id)
+            spec = job.spec
+            if job_id in waiting:
+                rate = current_rate(view, job)
+                left = remaining_seconds(job) / rate if rate > 0 else math.inf
+                rows.put(job, (spec.submit_time, job.predicted_duration, spec.num_gpus, left,
+                               1.0, 0.0, 0, False, False))
+                self.waiting[job_id] = (spec.submit_time, job.predicted_duration,
+                                        spec.num_gpus, left, job)
+                continue
+            self.waiting.pop(job_id, None)
+            if job_id in running:
+                scale = job.predicted_duration / spec.duration if spec.duration > 0 else 1.0
+                rows.put(job, (spec.submit_time, job.predicted_duration, spec.num_gpus, 0.0,
+                               scale, current_rate(view, job), job.gpus, not spec.preemptible,
+                               True))
+            else:
+                rows.drop(job_id)
+
+
+def fairness(now: float, submit: np.ndarray, left: np.ndarray, duration: np.ndarray,
+             gpus: np.ndarray, share_gpus: float) -> np.ndarray:
+    """`finish_time_fairness` of many jobs, with the same float operations in the same order;
+    `left` is `remaining_seconds / current_rate` (inf when the rate is 0)."""
+    shared = (now - submit) + left
+    independent = duration * np.maximum(1.0, gpus / share_gpus)
+    positive = independent > 0
+    rho = np.full(len(shared), math.inf)
+    np.divide(shared, independent, out=rho, where=positive)
+    return rho
+
+
+def worst_first(rho: np.ndarray, submit: Sequence[float], job_id: Callable[[int], str],
+                index: np.ndarray) -> np.ndarray:
+    """`index` (rows of `rho` and `submit`) in Themis order, as `sorted` orders (-ρ, submit
+    time, job id): a numpy sort by ρ, then each run of equal ρ sorted in Python."""
+    order = index[np.argsort(-rho[index])]
+    ranked = rho[order]
+    tied = np.flatnonzero(ranked[1:] == ranked[:-1]).tolist()
+    start = None
+    for k, at in enumerate(tied):
+        if start is None:
+            start = at
+        if k + 1 == len(tied) or tied[k + 1] != at + 1:  # a run of equal ρ ends at at + 1
+            run = order[start:at + 2].tolist()
+            order[start:at + 2] = sorted(run, key=lambda i: (submit[i], job_id(i)))
+            start = None
+    return order
+
+
+def worst_first_in_pieces(rho: np.ndarray, submit: Sequence[float],
+                          job_id: Callable[[int], str], first: int) -> Iterator[np.ndarray]:
+    """`worst_first` of all rows, in consecutive pieces: about `first` rows (more when ρ ties
+    at the cut), then twice as many each time. A walk that needs only the front of the order
+    pays a partition, not a sort, for the rest."""
+    rest = np.arange(len(rho))
+    size = max(1, first)
+    while len(rest) > size:
+        values = rho[rest]
+        cut = -np.partition(-values, size - 1)[size - 1]
+        front = values >= cut  # every row tied with the cut: the piece is a prefix
+        yield worst_first(rho, submit, job_id, rest[front])
+        rest = rest[~front]
+        size *= 2
+    if len(rest):
+        yield worst_first(rho, submit, job_id, rest)
+
+
+def greedy_keep(need: np.ndarray, budget: int) -> tuple[np.ndarray, int]:
+    """Which jobs `preemptive_schedule`'s walk keeps, given each one's GPUs in walk order
+    (0 for a non-preemptible running job, kept anyway), and the budget left: a job is kept if
+    it fits what the jobs kept before it left, and the walk ends when nothing is left. Runs of
+    jobs that fit together are taken in one step, then the next job that fits is found by one
+    comparison."""
+    kept = np.zeros(len(need), dtype=bool)
+    pos = 0
+    while pos < len(need) and budget > 0:
+        together = np.cumsum(need[pos:])
+        fit = int(np.searchsorted(together, budget, side="right"))
+        if fit:
+            kept[pos:pos + fit] = True
+            budget -= int(together[fit - 1])
+            pos += fit
+        if pos >= len(need) or budget <= 0:
+            break
+        later = np.flatnonzero(need[pos + 1:] <= budget)  # need[pos] does not fit
+        if not len(later):
+            break
+        pos += 1 + int(later[0])
+    return kept, budget
+
+
 def auction_participants(contenders: int, fraction: float) -> int:
     """How many of the worst-ρ jobs take part in a lease-end auction (at least one)."""
     return min(contenders, max(1, math.ceil(fraction * contenders - 1e-9)))
@@ -84,16 +255,9 @@ class Themis(Policy):
     lease: float
     fairness_fraction: float
 
-    def ranked(self, view: ClusterView, *, waiting_only: bool = False
-               ) -> list[tuple[float, JobView]]:
-        """Jobs (all, or only the waiting ones) with their ρ, worst (largest) first."""
-        contenders = len(view.running) + len(view.queue)
-        jobs = [*view.queue.values()] if waiting_only else [
-            *view.running.values(), *view.queue.values()]
-        capacity = training_capacity(view)
-        scored = [(finish_time_fairness(view, job, contenders, capacity), job) for job in jobs]
-        scored.sort(key=lambda pair: (-pair[0], pair[1].submit_time, pair[1].job_id))
-        return scored
+    def __init__(self, **values: object) -> None:
+        super().__init__(**values)
+        self._contenders = Contenders()
 
     def at_lease_end(self, now: float) -> bool:
         boundary = round(now / self.lease) * self.lease
@@ -106,14 +270,111 @@ class Themis(Policy):
 
     def schedule(self, view: ClusterView) -> Iterator[Decision]:
         if not view.queue:
-            return iter(())
-        if not self.at_lease_end(view.now):
-            if not any(view.free_gpus(pool.name) for pool in view.spec.pools):
-                return iter(())
-            waiting = [job for _, job in self.ranked(view, waiting_only=True)]
-            return launch_in_order(view, waiting, blocking=False)
-        ranked = [job for _, job in self.ranked(view)]
-        winners = auction_participants(len(ranked), self.fairness_fraction)
-        leftover = ranked[winners:]
-        self.rng.shuffle(leftover)
-        return preemptive_schedule(view, ranked[:winners] + leftover)
+            return
+        self._contenders.sync(view)
+        if self.at_lease_end(view.now):
+            yield from self._lease_end(view)
+            return
+        free = sum(view.free_gpus(pool.name) for pool in view.spec.pools)
+        smallest = view.smallest_queued_gpus()
+        if free <= 0 or free < smallest:
+            return  # no waiting job fits
+        # Between lease ends: waiting jobs in decreasing ρ take free GPUs, nobody is preempted.
+        # A job asking more than is free now cannot start this round, so it is not ranked.
+        if len(view.queue) <= _FEW_WAITING:
+            ordered: Iterable[JobView] = self._few_in_order(view, free)
+        else:
+            ordered = self._many_in_order(view, free, smallest)
+        yield from launch_in_order(view, ordered, blocking=False)
+
+    def _few_in_order(self, view: ClusterView, free: int) -> list[JobView]:
+        """The waiting jobs that fit `free` GPUs, worst ρ first, ranked in Python (as
+        `finish_time_fairness` computes ρ, from the kept tuples)."""
+        now, share_gpus = view.now, self._share_gpus(view)
+        scored = []
+        for job_id, (submit, duration, gpus, left, job) in self._contenders.waiting.items():
+            if gpus <= free:
+                independent = duration * max(1.0, gpus / share_gpus)
+                shared = now - submit + left
+                rho = shared / independent if independent > 0 else math.inf
+                scored.append((-rho, submit, job_id, job))
+        scored.sort(key=itemgetter(0, 1, 2))
+        return [entry[3] for entry in scored]
+
+    def _many_in_order(self, view: ClusterView, free: int, smallest: int) -> Iterator[JobView]:
+        """`_few_in_order` in numpy, made piece by piece: the walk stops after a few
+        launches."""
+        rows = self._contenders.rows
+        gpus = rows.column(GPUS)
+        fits = np.flatnonzero((gpus <= free) & (rows.column(RUNNING) == 0))
+        submit = rows.column(SUBMIT)[fits]
+        rho = fairness(view.now, submit, rows.column(LEFT)[fits], rows.column(DURATION)[fits],
+                       gpus[fits], self._share_gpus(view))
+        pieces = worst_first_in_pieces(rho, submit.tolist(), lambda i: rows.ids[fits[i]],
+                                       2 * free // max(1, smallest) + 8)
+        views = rows.views
+        return (views[fits[i]] for piece in pieces for i in piece.tolist())
+
+    @staticmethod
+    def _share_gpus(view: ClusterView) -> float:
+        """G/N: the GPUs of a job's equal share of the cluster (`finish_time_fairness`)."""
+        return training_capacity(view) / max(1, len(view.running) + len(view.queue))
+
+    def _lease_end(self, view: ClusterView) -> Iterator[Decision]:
+        """The auction: the ⌈f·N⌉ worst-ρ jobs first, the rest in seeded random order, and
+        the highest of that order that fit keep or take GPUs (`preemptive_schedule`).
+
+        The walk usually ends (no GPU left) inside the auctioned front, so the order is made
+        piece by piece and the leftover is ordered only if the walk reaches it; its shuffle
+        draws from the RNG all the same, so later lease ends draw as the definition's."""
+        rows = self._contenders.rows
+        running = rows.column(RUNNING) != 0
+        on = np.flatnonzero(running)
+        left = rows.column(LEFT).copy()
+        views = rows.views
+        remaining = np.fromiter(map(_REMAINING_WORK, map(views.__getitem__, on.tolist())),
+                                float, len(on)) * rows.column(SCALE)[on]
+        rate = rows.column(RATE)[on]
+        np.divide(remaining, rate, out=remaining, where=rate > 0)
+        remaining[rate <= 0] = math.inf
+        left[on] = remaining
+        submit = rows.column(SUBMIT)
+        rho = fairness(view.now, submit, left, rows.column(DURATION), rows.column(GPUS),
+                       self._share_gpus(view))
+        pinned = rows.column(PINNED) != 0
+        held = rows.column(HELD)
+        need = np.where(running, np.where(pinned, 0, held), rows.column(GPUS)).astype(np.int64)
+        budget = training_capacity(view) - int(held[pinned].sum())
+        winners = auction_participants(len(rho), self.fairness_fraction)
+        pieces = worst_first_in_pieces(rho, submit.tolist(), rows.ids.__getitem__, budget + 16)
+        kept_parts: list[np.ndarray] = []
+        walked = 0
+        shuffled = False
+        for piece in pieces:
+            if walked + len(piece) > winners:  # the walk reaches the leftover: order it all
+                leftover = [*piece[winners - walked:].tolist(),
+                            *(i for rest in pieces for i in rest.tolist())]
+                self.rng.shuffle(leftover)
+                piece = np.concatenate([piece[:winners - walked],
+                                        np.array(leftover, dtype=np.intp)])
+                shuffled = True
+            kept, budget = greedy_keep(need[piece], budget)
+            kept_parts.append(piece[kept])
+            walked += len(piece)
+            if budget <= 0 or shuffled:
+                break
+        if not shuffled:
+            self.rng.shuffle([None] * (len(rho) - winners))
+        kept = np.concatenate(kept_parts)
+        starting = kept[~running[kept]]
+        if not len(starting):
+            return
+        evict = running & ~pinned
+        evict[kept] = False
+        evicted = {rows.ids[i] for i in np.flatnonzero(evict).tolist()}
+        for job_id in [job_id for job_id in view.running.keys() if job_id in evicted]:
+            yield Preempt(job_id)
+        for i in starting.tolist():
+            launch = place_requested(view, views[i])
+            if launch is not None:
+                yield launch

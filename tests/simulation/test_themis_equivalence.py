@@ -1,0 +1,174 @@
+"""Themis' fast rounds decide exactly as its definition.
+
+Definition (`simulation.policies.themis`): every round ranks the jobs by
+`finish_time_fairness`, worst first, ties by submission then job id; between lease ends the
+waiting jobs take free GPUs in that order (`launch_in_order`), at a lease end the ⌈f·N⌉ worst
+come first, the rest in seeded random order, and `preemptive_schedule` keeps or starts the
+highest that fit. The policy computes ρ from per-job values kept across rounds
+(`Contenders`), in numpy or, for few waiting jobs, in Python, and walks the order in numpy
+(`greedy_keep`). On contended random workloads with equal submit times and durations (so ρ
+ties), non-preemptible jobs and short leases, every job's start, end and preemption count
+must equal the definition's.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+
+from simulation.decisions import Decision
+from simulation.engine import EngineConfig, Simulation
+from simulation.model import JobSpec
+from simulation.policies import themis
+from simulation.policies.base import create_policy
+from simulation.policies.ordering import launch_in_order, preemptive_schedule, training_capacity
+from simulation.policies.themis import (
+    HELD,
+    LEFT,
+    RUNNING,
+    Contenders,
+    Themis,
+    auction_participants,
+    finish_time_fairness,
+    greedy_keep,
+    worst_first_in_pieces,
+)
+from simulation.view import ClusterView, JobView
+from tests.simulation.builders import training_cluster, workload
+
+
+class ThemisByDefinition(Themis):
+    """Themis as its docstring defines it: a fresh Python sort of every job each round."""
+
+    def ranked(self, view: ClusterView, *, waiting_only: bool) -> list[JobView]:
+        contenders = len(view.running) + len(view.queue)
+        jobs = [*view.queue.values()] if waiting_only else [
+            *view.running.values(), *view.queue.values()]
+        capacity = training_capacity(view)
+        scored = [(finish_time_fairness(view, job, contenders, capacity), job) for job in jobs]
+        scored.sort(key=lambda pair: (-pair[0], pair[1].submit_time, pair[1].job_id))
+        return [job for _, job in scored]
+
+    def schedule(self, view: ClusterView) -> Iterator[Decision]:
+        if not view.queue:
+            return iter(())
+        if not self.at_lease_end(view.now):
+            if not any(view.free_gpus(pool.name) for pool in view.spec.pools):
+                return iter(())
+            return launch_in_order(view, self.ranked(view, waiting_only=True), blocking=False)
+        ranked = self.ranked(view, waiting_only=False)
+        winners = auction_participants(len(ranked), self.fairness_fraction)
+        leftover = ranked[winners:]
+        self.rng.shuffle(leftover)
+        return preemptive_schedule(view, ranked[:winners] + leftover)
+
+
+def random_jobs(seed: int, count: int = 70, gap: float = 300.0) -> list[JobSpec]:
+    rng = random.Random(seed)
+    jobs, t = [], 0.0
+    for i in range(count):
+        t += rng.choice((0.0, 0.0, rng.uniform(1, gap)))  # bursts of equal submit times
+        jobs.append(JobSpec(
+            f"j{rng.randrange(1000):03d}-{i}", round(t, 1), rng.choice((1, 1, 1, 2, 4, 8)),
+            rng.choice((60.0, 300.0, 300.0, rng.uniform(10, 4000))),  # equal ρ happen
+            preemptible=rng.random() > 0.1,
+        ))
+    return jobs
+
+
+def outcome(policy: Themis, jobs: list[JobSpec], restart: float) -> list[tuple]:
+    result = Simulation(training_cluster(3, 8), workload(*jobs), policy,
+                        config=EngineConfig(restart_overhead=restart)).run()
+    return [(r["job_id"], r["start"], r["end"], r["preemptions"]) for r in result.jobs]
+
+
+@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize(("lease", "fraction", "restart", "gap"), [
+    (100.0, 0.8, 63.0, 300.0), (250.0, 0.3, 0.0, 300.0), (60.0, 1.0, 20.0, 300.0),
+    (60.0, 0.7, 63.0, 5.0),  # a long queue: walks often end before the leftover
+])
+@pytest.mark.parametrize("few", [0, 10, 1000])  # waiting jobs ranked in Python, not numpy
+def test_themis_equals_its_definition(seed, lease, fraction, restart, gap, few, monkeypatch):
+    monkeypatch.setattr(themis, "_FEW_WAITING", few)
+    params = {"lease": lease, "fairness_fraction": fraction}
+    jobs = random_jobs(seed, 120 if gap < 100 else 70, gap)
+    fast = outcome(create_policy("themis", params, seed=seed), jobs, restart)
+    reference = ThemisByDefinition(rng=random.Random(f"themis:{seed}"), **params)
+    assert fast == outcome(reference, jobs, restart)
+    assert sum(row[3] for row in fast) > 0  # contended: lease ends preempt
+
+
+def test_contenders_follow_the_logs():
+    """The kept columns name exactly the jobs waiting and running after every round, and a
+    requeued job's remaining seconds are those it left with (stale rows would keep the old)."""
+    jobs = random_jobs(3)
+    policy = create_policy("themis", {"lease": 100.0})
+    sim = Simulation(training_cluster(3, 8), workload(*jobs), policy)
+    checked = 0
+    schedule = policy.schedule
+
+    def checking(view: ClusterView) -> Iterator[Decision]:
+        nonlocal checked
+        yield from schedule(view)
+        contenders: Contenders = policy._contenders
+        contenders.sync(view)
+        rows = contenders.rows
+        running = rows.column(RUNNING) != 0
+        assert sorted(np.array(rows.ids)[~running]) == sorted(view.queue.keys())
+        assert sorted(np.array(rows.ids)[running]) == sorted(view.running.keys())
+        for i in np.flatnonzero(~running):
+            job = rows.views[i]
+            rate = view.throughput.rate(job.spec.model, job.spec.num_gpus, job.spec.num_gpus, 1)
+            assert rows.column(LEFT)[i] == job.remaining_work / rate
+        for i in np.flatnonzero(running):
+            assert rows.column(HELD)[i] == rows.views[i].gpus
+        assert sorted(contenders.waiting) == sorted(view.queue.keys())
+        for job_id, (_, _, _, left, job) in contenders.waiting.items():
+            assert left == rows.column(LEFT)[rows.ids.index(job_id)] and job.job_id == job_id
+        checked += 1
+
+    policy.schedule = checking
+    sim.run()
+    assert checked > 50
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_greedy_keep_is_the_walk(seed):
+    """`greedy_keep` keeps what `preemptive_schedule`'s loop keeps: fit what is left, stop
+    when nothing is."""
+    rng = random.Random(seed)
+    need = np.array([rng.choice((0, 1, 1, 2, 4, 8)) for _ in range(rng.randrange(0, 40))])
+    budget = rng.randrange(-2, 60)
+    kept, left = [], budget
+    for gpus in need:
+        if left <= 0:
+            break
+        if gpus <= left:
+            left -= gpus
+            kept.append(True)
+        else:
+            kept.append(False)
+    kept += [False] * (len(need) - len(kept))
+    got, left_over = greedy_keep(need, budget)
+    assert left_over == left
+    # 0 GPUs stands for a non-preemptible job, kept whatever the walk says
+    assert [bool(k) for k, g in zip(got, need, strict=True) if g] == [
+        w for w, g in zip(kept, need, strict=True) if g]
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_pieces_make_the_sorted_order(seed):
+    """The pieces of `worst_first_in_pieces`, joined, are the order `sorted` gives by
+    (-ρ, submit time, job id), whatever the first piece's size and however many ρ tie."""
+    rng = random.Random(seed)
+    count = rng.randrange(1, 60)
+    rho = np.array([rng.choice((0.5, 1.0, math.inf, rng.random())) for _ in range(count)])
+    submit = [float(rng.randrange(4)) for _ in range(count)]
+    ids = [f"j{rng.randrange(100)}-{i}" for i in range(count)]
+    expected = sorted(range(count), key=lambda i: (-rho[i], submit[i], ids[i]))
+    pieces = list(worst_first_in_pieces(rho, submit, ids.__getitem__, rng.randrange(1, 20)))
+    assert [i for piece in pieces for i in piece.tolist()] == expected
