@@ -231,6 +231,12 @@ class ClusterState:
         queue.clear()
         queue.update(items)
 
+    @property
+    def queue_in_trace_order(self) -> bool:
+        """Whether `queue` iterates in (submit time, trace index) order: it does unless a
+        requeued job that tied on submit time with the last queued one went in after it."""
+        return self._queue_keys is not None
+
     def dequeue(self, job: JobState) -> None:
         del self.queue[job.job_id]
         self.queued_gpus -= job.spec.num_gpus

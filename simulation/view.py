@@ -267,6 +267,11 @@ class ClusterView:
         log = self._state.queue_log
         return log[mark:], len(log)
 
+    def queue_in_trace_order(self) -> bool:
+        """Whether `queue` iterates in (submit time, trace index) order, so that a policy
+        keeping queued jobs sorted may break ties of its key by trace index."""
+        return self._state.queue_in_trace_order
+
     def queued_gpus(self) -> int:
         """GPUs the queued jobs ask for, all together."""
         return self._state.queued_gpus
