@@ -1,12 +1,14 @@
 """The GPU-sharing policies' kept indexes decide exactly as their definition.
 
-AntMan keeps its waiting jobs per class, its free hosts and the physically free GPUs across
-rounds instead of rebuilding them every round (issue #22). The definition below is the round
-of its module docstring computed afresh: sort the whole queue, scan every running job for a
-host, count the free GPUs from every placement, re-set every share. On random contended
-workloads — guaranteed and opportunistic jobs, equal submit times, multi-GPU workers, an
-inference pool lending and reclaiming servers (reclaims preempt hosts and guests) — every
-job's start, end, preemptions and migrations must be the definition's.
+AntMan and Muri keep what they read across rounds instead of rebuilding it every round
+(issue #22): AntMan its waiting jobs per class, its free hosts and the physically free GPUs;
+Muri its queued jobs sorted per bucket (walked lazily with the running jobs), the physically
+free GPUs, which jobs may run below full speed, and Blossom matchings. The definitions below
+compute each round afresh: sort every job, count the free GPUs from every placement, scan
+every share, match every bucket. On random contended workloads — equal submit times,
+multi-GPU workers, jobs with and without profiles, non-preemptible jobs, an inference pool
+lending and reclaiming servers (reclaims preempt running jobs) — every job's start, end,
+preemptions and migrations must be the definition's.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from simulation.engine import EngineConfig, Simulation
 from simulation.model import InferenceLoad, JobSpec, PoolKind, ResourceProfile
 from simulation.policies.antman import AntMan, is_guaranteed
 from simulation.policies.base import create_policy
+from simulation.policies.muri import Muri, MuriL, MuriS
 from simulation.policies.ordering import pool_preference
 from simulation.shared_placement import fit_placement, physical_free, share_changed
 from simulation.view import ClusterView, JobView
@@ -101,7 +104,7 @@ def random_jobs(seed: int, count: int = 90) -> list[JobSpec]:
     return jobs
 
 
-def outcome(policy: AntMan, jobs: list[JobSpec], lending: bool
+def outcome(policy: AntMan | Muri, jobs: list[JobSpec], lending: bool
             ) -> list[tuple[str, float, float, int, int]]:
     if lending:
         spec = cluster(("training", PoolKind.TRAINING, 3, 4),
@@ -141,3 +144,70 @@ def test_antman_host_whose_guest_ended_takes_the_next_guest():
     assert {r["job_id"]: r["start"] for r in rows} == {"G": 0.0, "O1": 0.0, "O2": 100.0}
     assert {r["job_id"]: r["end"] for r in rows} == pytest.approx(
         {"G": 1000.0, "O1": 100.0, "O2": 140.0})
+
+
+class MuriDefinition:
+    """Muri's round with every kept index bypassed (mixed into Muri-S and Muri-L)."""
+
+    def _sorted_walk(self, view: ClusterView) -> bool:
+        return False  # sort every running and queued job, then `select`
+
+    def _any_slowed(self, view: ClusterView) -> bool:
+        return any(job.share < 1.0 for job in view.running.values())
+
+    def _launch_on_free_gpus(self, view: ClusterView) -> Iterator[Decision]:
+        free = physical_free(view, [placement for placement, _ in self._groups_in_use(view)])
+        capacity = sum(free.values())
+        if capacity <= 0:
+            return
+        kept = self._fitting_groups(view, self._selected(view, False, capacity), capacity)
+        claimed: dict = {}
+        self._place(view, kept, claimed, free)
+        yield from self._start(view, self._targets(kept, claimed))
+
+
+class MuriSByDefinition(MuriDefinition, MuriS):
+    def __init__(self, **values: object) -> None:
+        super().__init__(**values)
+        self._memo = None  # every bucket matched afresh
+
+
+class MuriLByDefinition(MuriDefinition, MuriL):
+    def __init__(self, **values: object) -> None:
+        super().__init__(**values)
+        self._memo = None
+
+
+MURI_PROFILES = (None, ResourceProfile((2.0, 1.0, 1.0)), ResourceProfile((0.2, 3.0, 0.1)),
+                 ResourceProfile((0.5, 0.5, 2.0)), ResourceProfile((1.0, 1.0, 2.0, 0.5)),
+                 ResourceProfile((0.1, 2.0, 0.3)))
+
+
+def random_muri_jobs(seed: int, count: int = 70) -> list[JobSpec]:
+    rng = random.Random(seed)
+    jobs, t = [], 0.0
+    for i in range(count):
+        t += rng.choice((0.0, 0.0, rng.uniform(1, 500)))  # bursts of equal submit times
+        per_worker = rng.choice((1, 1, 1, 2))
+        duration = rng.choice((600.0, 3600.0, rng.uniform(60, 8000)))
+        jobs.append(JobSpec(
+            f"j{i}", round(t, 1), per_worker * rng.choice((1, 1, 2, 4)), duration,
+            gpus_per_worker=per_worker, profile=rng.choice(MURI_PROFILES),
+            iterations=rng.choice((None, int(duration * 2))),
+            model=rng.choice(("generic", "vgg19", "a2c")), preemptible=rng.random() > 0.08,
+        ))
+    return jobs
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("lending", [False, True])
+@pytest.mark.parametrize(("fast", "definition", "params"), [
+    (MuriS, MuriSByDefinition, {}),
+    (MuriL, MuriLByDefinition, {"thresholds": "300,3000"}),
+    (MuriS, MuriSByDefinition, {"exact_matching_limit": 4, "grouping": "always"}),
+])
+def test_muri_kept_indexes_decide_as_the_definition(fast, definition, params, seed, lending):
+    jobs = random_muri_jobs(seed)
+    result = outcome(fast(**params), jobs, lending)
+    assert result == outcome(definition(**params), jobs, lending)
+    assert sum(row[3] for row in result) > 0  # contended: the full regroups preempt
