@@ -478,14 +478,53 @@ def _signatures(bucket: Bucket, groups: list[list[int]]) -> np.ndarray:
     return np.round(shares * 10).astype(np.int64)
 
 
+class MatchingMemo:
+    """A bucket's matched pairs (with their weights) by everything that decides them.
+
+    Blossom is most of a Muri round's cost, and consecutive rounds often match the same
+    jobs: a bucket whose selected jobs did not change while another bucket's did, or the
+    same groups again in the next matching round. The key holds the bucket's believed
+    stages, solo times, groupability, stage counts and current groups, so a hit returns
+    exactly what recomputing would. At most `size` entries are kept (all are dropped when
+    full, as a run's rounds move on and rarely come back).
+    """
+
+    def __init__(self, size: int = 1024) -> None:
+        self._size = size
+        self._pairs: dict[tuple, list[tuple[int, int, float]]] = {}
+
+    def pairs(self, bucket: Bucket, groups: list[list[int]], config: GroupingConfig
+              ) -> list[tuple[int, int, float]]:
+        """`max_weight_pairs` over `bucket`'s `groups`, each pair with its edge weight."""
+        key = (bucket.stages.shape, bucket.stages.tobytes(), bucket.solo.tobytes(),
+               tuple(bucket.groupable), tuple(bucket.stage_counts or ()),
+               tuple(map(tuple, groups)), config)
+        found = self._pairs.get(key)
+        if found is None:
+            found = _matched_pairs(bucket, groups, config)
+            if len(self._pairs) >= self._size:
+                self._pairs.clear()
+            self._pairs[key] = found
+        return found
+
+
+def _matched_pairs(bucket: Bucket, groups: list[list[int]], config: GroupingConfig
+                   ) -> list[tuple[int, int, float]]:
+    weights = _edge_weights(bucket, groups, config)
+    return [(u, v, weights[u, v])
+            for u, v in max_weight_pairs(weights, config, _signatures(bucket, groups))]
+
+
 def multi_round_grouping(
-    buckets: Sequence[Bucket], config: GroupingConfig, *, excess_gpus: float = math.inf
+    buckets: Sequence[Bucket], config: GroupingConfig, *, excess_gpus: float = math.inf,
+    memo: MatchingMemo | None = None,
 ) -> list[list[list[int]]]:
     """Algorithm 1 over every bucket; per bucket, groups as lists of job indices.
 
     Each round's matched pairs merge in order of falling γ (ties: the better-ranked job
     first) while `excess_gpus` — the GPUs the selected jobs want beyond the cluster — is
-    positive; `math.inf` merges every matched pair, as Algorithm 1 reads.
+    positive; `math.inf` merges every matched pair, as Algorithm 1 reads. `memo` keeps
+    matchings from earlier calls.
     """
     groups = [[[i] for i in range(len(b.solo))] for b in buckets]
     rounds = max(1, math.ceil(math.log2(max(config.max_group, 2))))
@@ -497,10 +536,11 @@ def multi_round_grouping(
             nodes = groups[index]
             if len(nodes) < 2:
                 continue
-            weights = _edge_weights(bucket, nodes, config)
-            for u, v in max_weight_pairs(weights, config, _signatures(bucket, nodes)):
+            pairs = (memo.pairs(bucket, nodes, config) if memo is not None
+                     else _matched_pairs(bucket, nodes, config))
+            for u, v, weight in pairs:
                 best_rank = min(bucket.ranks[j] for j in (*nodes[u], *nodes[v]))
-                candidates.append((-weights[u, v], best_rank, index, u, v))
+                candidates.append((-weight, best_rank, index, u, v))
         if not candidates:
             break
         candidates.sort()

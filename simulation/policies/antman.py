@@ -32,14 +32,16 @@ network by Muri's ``antman_calc_iter_time``); any other profile length counts as
 
 from __future__ import annotations
 
+from bisect import bisect_left, insort
 from collections.abc import Iterator
+from heapq import heapify, heappop, heappush
 
 from simulation.decisions import Decision, Launch, Placement, SetShare
 from simulation.interleaving import job_profile
 from simulation.model import JobSpec
 from simulation.policies.base import Param, Policy, register
 from simulation.policies.ordering import pool_preference
-from simulation.shared_placement import fit_placement, physical_free, share_changed
+from simulation.shared_placement import PhysicalFree, fit_placement, share_changed
 from simulation.view import ClusterView, JobView
 
 GUARANTEED = 0
@@ -61,8 +63,29 @@ def is_guaranteed(job: JobView) -> bool:
     return job.spec.priority == GUARANTEED
 
 
+ClassKey = tuple[bool, int, int, str | None, str | None]
+
+
+def _class_key(spec: JobSpec) -> ClassKey:
+    """Waiting jobs of one class succeed or fail alike: same kind, size and constraints."""
+    return (spec.priority == GUARANTEED, spec.num_gpus, spec.gpus_per_worker, spec.pool,
+            spec.gpu_type)
+
+
 @register
 class AntMan(Policy):
+    """The round of the module docstring, with work that follows what changed.
+
+    Arrivals, completions and launches change little between rounds, so the policy keeps, per
+    view: the waiting jobs of each class (`_class_key`) in the round's order, the running
+    guaranteed jobs free to host a guest by GPU count in the order `_best_host` picks them,
+    and the physically free GPUs (`PhysicalFree`). A round then tries the head of each class
+    in the global order: a job that fails (no host, no room) means every later job of its
+    class fails too — free GPUs and hosts only shrink within a round, and a host launched
+    later in the round would have left the failed job room — so the class is done for the
+    round. Shares are re-set only for jobs whose partner changed.
+    """
+
     name = "antman"
     description = ("FIFO, non-preemptive; opportunistic jobs share guaranteed jobs' GPUs "
                    "using only their idle capacity.")
@@ -86,74 +109,203 @@ class AntMan(Policy):
         if not 0 <= self.guaranteed_interference < 1:
             raise ValueError("guaranteed_interference must lie in [0, 1)")
         self._host_of: dict[str, str] = {}  # opportunistic job -> guaranteed job it shares
+        self._idle: dict[str, float] = {}
+        self._view: ClusterView | None = None
 
     def idle_share(self, host: JobView) -> float:
         """What an opportunistic guest may use of `host`'s GPUs without slowing it."""
-        fraction = gpu_stage_fraction(host.spec)
-        if fraction is None:
-            return self.default_idle_share
-        return max(0.0, 1.0 - fraction)
+        share = self._idle.get(host.job_id)
+        if share is None:
+            fraction = gpu_stage_fraction(host.spec)
+            share = self.default_idle_share if fraction is None else max(0.0, 1.0 - fraction)
+            self._idle[host.job_id] = share
+        return share
 
-    def _current_hosts(self, view: ClusterView) -> dict[str, str]:
-        """Guest -> host for pairs still running together on the same placement."""
-        hosts: dict[str, str] = {}
-        for guest_id, host_id in self._host_of.items():
-            if guest_id in view.running and host_id in view.running:
-                if view.running[guest_id].placement == view.running[host_id].placement:
-                    hosts[guest_id] = host_id
-        return hosts
+    # -- what the policy keeps between rounds ------------------------------------------------
+
+    def _reset(self, view: ClusterView) -> None:
+        """Index `view` from scratch (a new run or a snapshot)."""
+        self._view = view
+        _, self._alloc_mark = view.allocations_since(0)
+        _, self._queue_mark = view.queued_since(0)
+        self._waiting: dict[ClassKey, list[tuple[int, float, str]]] = {}
+        self._pools: dict[tuple[str | None, str | None], list[str]] = {}
+        self._hosts: dict[int, list[tuple[float, int, str]]] = {}  # gpus -> (-share, seq, id)
+        self._host_entry: dict[str, tuple[int, tuple[float, int, str]]] = {}
+        self._seq: dict[str, int] = {}  # running job -> its place in the running dict's order
+        self._next_seq = 0
+        self._placement: dict[str, Placement] = {}  # running job -> its last seen placement
+        self._guest_of: dict[str, str] = {}
+        self._riders: dict[str, int] = {}  # server -> GPUs its guests hold
+        running = view.running
+        self._host_of = {
+            guest: host for guest, host in self._host_of.items()
+            if guest in running and host in running
+            and running[guest].placement == running[host].placement
+        }
+        for guest, host in self._host_of.items():
+            self._pair(guest, host, running[guest].placement)
+        for job in running.values():
+            self._runs(job.job_id, job.placement)
+            self._index_host(view, job)
+        self._free = PhysicalFree(view, self._riders)
+        self._touched: set[str] = set(running.keys())
+        for job in view.queue.values():
+            self._wait(job)
+
+    def _wait(self, job: JobView) -> None:
+        spec = job.spec
+        insort(self._waiting.setdefault(_class_key(spec), []),
+               (spec.priority, spec.submit_time, job.job_id))
+
+    def _runs(self, job_id: str, placement: Placement) -> None:
+        """`job_id` was launched on `placement`: it is last in the running order."""
+        self._next_seq += 1
+        self._seq[job_id] = self._next_seq
+        self._placement[job_id] = placement
+
+    def _index_host(self, view: ClusterView, job: JobView) -> None:
+        if (is_guaranteed(job) and job.job_id not in self._guest_of
+                and job.job_id not in self._host_entry):
+            share = self.idle_share(job)
+            if share > 0:
+                entry = (-share, self._seq[job.job_id], job.job_id)
+                insort(self._hosts.setdefault(job.gpus, []), entry)
+                self._host_entry[job.job_id] = (job.gpus, entry)
+
+    def _unindex_host(self, job_id: str) -> None:
+        found = self._host_entry.pop(job_id, None)
+        if found is not None:
+            hosts = self._hosts[found[0]]
+            del hosts[bisect_left(hosts, found[1])]
+
+    def _pair(self, guest: str, host: str, placement: Placement) -> None:
+        self._host_of[guest] = host
+        self._guest_of[host] = guest
+        self._unindex_host(host)
+        for slot in placement:
+            self._riders[slot.server] = self._riders.get(slot.server, 0) + slot.gpus
+
+    def _unpair(self, view: ClusterView, guest: str, dirty: set[str]) -> None:
+        """The pair of `guest` no longer runs together: each runs (if it does) on its own."""
+        host = self._host_of.pop(guest)
+        del self._guest_of[host]
+        for slot in self._placement.get(guest, ()):
+            self._riders[slot.server] -= slot.gpus
+            dirty.add(slot.server)
+        self._touched.update((guest, host))
+        if host in view.running:
+            self._index_host(view, view.running[host])
+
+    def _sync(self, view: ClusterView) -> None:
+        """Catch up with the jobs that arrived, ended or moved since the last round."""
+        if view is not self._view:
+            self._reset(view)
+        dirty: set[str] = set()
+        changed, self._alloc_mark = view.allocations_since(self._alloc_mark)
+        running = view.running
+        for job_id in dict.fromkeys(changed):
+            job = running.get(job_id)
+            placement = job.placement if job is not None else ()
+            if job is not None and self._placement.get(job_id) == placement:
+                continue  # launched by this policy, already counted
+            guest = job_id if job_id in self._host_of else self._guest_of.get(job_id)
+            if guest is not None:
+                self._unpair(view, guest, dirty)
+            self._unindex_host(job_id)
+            for slot in self._placement.pop(job_id, ()):
+                dirty.add(slot.server)
+            if job is None:
+                self._seq.pop(job_id, None)
+                continue
+            if job_id in self._seq:  # resized or moved: its place in the order stays
+                self._placement[job_id] = placement
+            else:
+                self._runs(job_id, placement)
+            self._touched.add(job_id)
+            dirty.update(slot.server for slot in placement)
+            self._index_host(view, job)
+        self._free.refresh(view, dirty, self._riders)
+        queued, self._queue_mark = view.queued_since(self._queue_mark)
+        queue = view.queue
+        for job_id in dict.fromkeys(queued):
+            if job_id in queue:
+                self._wait(queue[job_id])
+
+    # -- the round ---------------------------------------------------------------------------
 
     def schedule(self, view: ClusterView) -> Iterator[Decision]:
-        self._host_of = self._current_hosts(view)
-        hosted = set(self._host_of.values())
-        occupied: list[Placement] = [
-            job.placement for job in view.running.values() if job.job_id not in self._host_of
-        ]
-        free = physical_free(view, occupied)
-        waiting = sorted(view.queue.values(),
-                         key=lambda j: (j.spec.priority, j.submit_time, j.job_id))
-        for job in waiting:
-            if not is_guaranteed(job):
-                host = self._best_host(view, job, hosted)
-                if host is not None:
-                    self._host_of[job.job_id] = host.job_id
-                    hosted.add(host.job_id)
-                    yield Launch(job.job_id, host.placement)
-                    continue
-            spec = job.spec
-            placement = fit_placement(view, free, spec.num_gpus,
-                                      gpus_per_worker=spec.gpus_per_worker,
-                                      pools=pool_preference(view, spec))
-            if placement is not None:
-                yield Launch(job.job_id, placement)
+        self._sync(view)
+        queue, waiting = view.queue, self._waiting
+        heads = [(jobs[0], key) for key, jobs in waiting.items() if jobs]
+        heapify(heads)
+        while heads:
+            _, key = heappop(heads)
+            jobs = waiting[key]
+            job_id = jobs[0][2]
+            if job_id in queue:
+                launch = self._launch(view, queue[job_id])
+                if launch is None:
+                    continue  # the class is done for this round
+                yield launch
+                self._index_host(view, view.running[job_id])  # a host from now on
+            del jobs[0]
+            if jobs:
+                heappush(heads, (jobs[0], key))
         yield from self._shares(view)
 
-    def _best_host(self, view: ClusterView, guest: JobView, hosted: set[str]) -> JobView | None:
-        """The running guaranteed job without a guest that leaves `guest` the most GPU time."""
-        best: JobView | None = None
-        best_share = 0.0
-        allowed = set(pool_preference(view, guest.spec))
-        for host in view.running.values():
-            if (not is_guaranteed(host) or host.job_id in hosted
-                    or host.gpus != guest.spec.num_gpus
-                    or any(s.gpus % guest.spec.gpus_per_worker
-                           or view.servers[s.server].pool not in allowed
-                           for s in host.placement)):
-                continue
-            share = self.idle_share(host)
-            if share > best_share:
-                best, best_share = host, share
-        return best
+    def _launch(self, view: ClusterView, job: JobView) -> Launch | None:
+        """`job` on a host's GPUs or on free ones, or None when it fits nowhere now."""
+        spec = job.spec
+        job_id = job.job_id
+        pools = self._pools.get((spec.pool, spec.gpu_type))
+        if pools is None:
+            pools = self._pools[spec.pool, spec.gpu_type] = pool_preference(view, spec)
+        placement = None
+        if not is_guaranteed(job):
+            host = self._best_host(view, job, pools)
+            if host is not None:
+                placement = host.placement
+                self._pair(job_id, host.job_id, placement)
+                self._touched.add(host.job_id)
+        if placement is None and self._free.may_fit(pools, spec.num_gpus):
+            placement = fit_placement(view, self._free.free, spec.num_gpus,
+                                      gpus_per_worker=spec.gpus_per_worker, pools=pools)
+            if placement is not None:
+                self._free.taken(placement)
+        if placement is None:
+            return None
+        self._touched.add(job_id)
+        self._runs(job_id, placement)
+        return Launch(job_id, placement)
+
+    def _best_host(self, view: ClusterView, guest: JobView, pools: list[str]
+                   ) -> JobView | None:
+        """The running guaranteed job without a guest that leaves `guest` the most GPU time
+        (ties: the earliest in the running order), with its GPU count and whole workers of
+        `guest` on servers of its pools."""
+        per_worker = guest.spec.gpus_per_worker
+        servers = view.servers
+        for _, _, host_id in self._hosts.get(guest.spec.num_gpus, ()):
+            host = view.running[host_id]
+            if all(s.gpus % per_worker == 0 and servers[s.server].pool in pools
+                   for s in host.placement):
+                return host
+        return None
 
     def _shares(self, view: ClusterView) -> Iterator[Decision]:
-        """Guests run on their host's idle time; everyone else at full speed."""
-        hosted = {host: guest for guest, host in self._host_of.items()}
-        for job in list(view.running.values()):
-            if job.job_id in self._host_of:
-                share = self.idle_share(view.job(self._host_of[job.job_id]))
-            elif job.job_id in hosted:
+        """Guests run on their host's idle time; everyone else at full speed. Only jobs whose
+        partner changed can need a new share, taken in the running order."""
+        running = view.running
+        touched = sorted((self._seq[j], j) for j in self._touched if j in running)
+        self._touched = set()
+        for _, job_id in touched:
+            job = running[job_id]
+            if job_id in self._host_of:
+                share = self.idle_share(running[self._host_of[job_id]])
+            elif job_id in self._guest_of:
                 share = 1.0 - self.guaranteed_interference
             else:
                 share = 1.0
             if share_changed(job, share):
-                yield SetShare(job.job_id, share)
+                yield SetShare(job_id, share)

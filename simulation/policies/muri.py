@@ -59,8 +59,10 @@ Jobs with no profile (neither in the trace nor a model of the table in
 
 from __future__ import annotations
 
+import heapq
 import math
 import random
+from bisect import bisect_left, insort
 from collections.abc import Iterator
 from typing import ClassVar
 
@@ -71,6 +73,7 @@ from simulation.errors import InputError
 from simulation.interleaving import (
     Bucket,
     GroupingConfig,
+    MatchingMemo,
     group_iteration_time,
     iteration_time_for_ordering,
     job_profile,
@@ -83,11 +86,20 @@ from simulation.policies.base import Param, Policy, register
 from simulation.policies.ordering import pool_preference, training_capacity
 from simulation.policies.srtf import remaining_seconds
 from simulation.policies.tiresias import LAS_QUEUE_PARAMS, Tiresias
-from simulation.shared_placement import fit_placement, physical_free, share_changed
+from simulation.shared_placement import (
+    PhysicalFree,
+    fit_placement,
+    physical_free,
+    share_changed,
+)
 from simulation.state import JobStatus
 from simulation.view import ClusterView, JobView
 
 BucketKey = tuple[int, int, str, str]
+# A job's place in the round's order: (not pinned, priority, 0 running / 1 queued, position
+# among the running jobs / trace index, job id); sorting these sorts as `_regroup` reads.
+Entry = tuple[bool, tuple[float, ...], int, int, str]
+_RUNNING = JobStatus.RUNNING
 
 
 def bucket_key(job: JobView) -> BucketKey:
@@ -110,8 +122,37 @@ def group_overhead_factors(setting: str) -> tuple[float, ...]:
                      source="settings", field="group_overhead")
 
 
+class _Stream:
+    """One bucket's jobs in the round's order, read lazily: its running jobs (sorted this
+    round) merged with its queued jobs (kept sorted across rounds)."""
+
+    __slots__ = ("entries", "_source")
+
+    def __init__(self, running: list[Entry], queued: list[Entry]) -> None:
+        self._source = heapq.merge(running, queued) if running else iter(queued)
+        self.entries: list[Entry] = []
+
+    def at(self, index: int) -> Entry | None:
+        entries = self.entries
+        while len(entries) <= index:
+            entry = next(self._source, None)
+            if entry is None:
+                return None
+            entries.append(entry)
+        return entries[index]
+
+
 class Muri(Policy):
-    """Shared mechanics of Muri-S and Muri-L; subclasses define `priority`."""
+    """Shared mechanics of Muri-S and Muri-L; subclasses define `priority`.
+
+    A round reads only what it needs (issue #22): the queued jobs of each bucket stay sorted
+    across rounds (a queued job's priority cannot change while it waits), each round sorts
+    the running jobs afresh and walks buckets lazily, in the order one sort of every job
+    would give, until the cluster is claimed; the physically free GPUs are recounted only on
+    servers whose jobs changed (`PhysicalFree`), and Blossom matchings are remembered
+    (`MatchingMemo`). A queue out of trace order (`ClusterView.queue_in_submit_order`) or
+    Muri-L with promotion, whose keys change while jobs wait, sort every job as written.
+    """
 
     shares_gpus = True
     interval: ClassVar[float] = 360.0  # §5: six minutes between full regroups
@@ -164,12 +205,18 @@ class Muri(Policy):
         self._profiles: dict[str, tuple[tuple[float, ...], tuple[float, ...], float] | None] = {}
         self._plans: dict[object, list[list[list[int]]]] = {}
         self._shares: dict[tuple[str, ...], dict[str, float]] = {}
+        self._memo = MatchingMemo()
         self._group_of: dict[str, int] = {}  # running job -> token of the group it runs in
         self._next_token = 0
         self._last_regroup = -math.inf  # when the last full regroup ran
+        self._view: ClusterView | None = None
 
     def priority(self, view: ClusterView, job: JobView) -> tuple[float, ...]:
         raise NotImplementedError
+
+    def priority_frozen_while_queued(self) -> bool:
+        """Whether a queued job's `priority` stays as it was when it entered the queue."""
+        return True
 
     # -- profiles ----------------------------------------------------------------------------
 
@@ -212,18 +259,163 @@ class Muri(Policy):
             for m, p in zip(members, profiles, strict=True) if p is not None
         }
 
+    # -- what the policy keeps between rounds ------------------------------------------------
+
+    def _reset(self, view: ClusterView) -> None:
+        """Index `view` from scratch (a new run or a snapshot)."""
+        self._view = view
+        _, self._alloc_mark = view.allocations_since(0)
+        _, self._queue_mark = view.queued_since(0)
+        self._waiting: dict[BucketKey, list[Entry]] = {}  # queued jobs per bucket, sorted
+        self._entry: dict[str, tuple[BucketKey, Entry]] = {}  # queued job -> its entry
+        self._group_key: dict[str, tuple[Placement, int]] = {}  # running job -> its group
+        self._members: dict[tuple[Placement, int], int] = {}  # group -> running members
+        self._riders: dict[str, int] = {}  # server -> GPUs of members beyond each group's first
+        self._slowed: set[str] = set()  # running jobs that may run at a share below 1
+        self._dirty: set[str] = set()  # servers whose free GPUs need recounting
+        for job in view.running.values():
+            self._track(job.job_id, job.placement)
+            if job.share < 1.0:
+                self._slowed.add(job.job_id)
+        self._free = PhysicalFree(view, self._riders)
+        self._dirty.clear()
+        for job in view.queue.values():
+            self._wait(view, job)
+
+    def _wait(self, view: ClusterView, job: JobView) -> None:
+        """Index queued `job` under its bucket, replacing an entry from an earlier wait."""
+        self._unwait(job.job_id)
+        key = bucket_key(job)
+        entry = (True, self.priority(view, job), 1, job.trace_index, job.job_id)
+        insort(self._waiting.setdefault(key, []), entry)
+        self._entry[job.job_id] = (key, entry)
+
+    def _unwait(self, job_id: str) -> None:
+        found = self._entry.pop(job_id, None)
+        if found is not None:
+            waiting = self._waiting[found[0]]
+            del waiting[bisect_left(waiting, found[1])]
+
+    def _track(self, job_id: str, placement: Placement) -> None:
+        """Count running `job_id` in its group (placement and token): members beyond the
+        first hold no GPUs of their own."""
+        key = (placement, self._group_of.get(job_id, -1))
+        if self._group_key.get(job_id) == key:
+            return
+        self._untrack(job_id)
+        self._group_key[job_id] = key
+        count = self._members[key] = self._members.get(key, 0) + 1
+        for slot in placement:
+            self._dirty.add(slot.server)
+            if count > 1:
+                self._riders[slot.server] = self._riders.get(slot.server, 0) + slot.gpus
+
+    def _untrack(self, job_id: str) -> None:
+        key = self._group_key.pop(job_id, None)
+        if key is None:
+            return
+        count = self._members[key] = self._members[key] - 1
+        if not count:
+            del self._members[key]
+        for slot in key[0]:
+            self._dirty.add(slot.server)
+            if count:
+                self._riders[slot.server] -= slot.gpus
+
+    def _sync(self, view: ClusterView) -> None:
+        """Catch up with the jobs that arrived, ended, started or stopped since last round."""
+        if view is not self._view:
+            self._reset(view)
+        changed, self._alloc_mark = view.allocations_since(self._alloc_mark)
+        for job_id in dict.fromkeys(changed):
+            job = view.job(job_id)
+            self._unwait(job_id)  # a job stopped since is in the queue log too
+            if job.status == _RUNNING:
+                self._track(job_id, job.placement)
+            else:
+                self._untrack(job_id)
+                self._slowed.discard(job_id)
+                if job.status == JobStatus.DONE:
+                    self._group_of.pop(job_id, None)
+        self._free.refresh(view, self._dirty, self._riders)  # servers lent or returned too
+        self._dirty.clear()
+        queued, self._queue_mark = view.queued_since(self._queue_mark)
+        queue = view.queue
+        for job_id in dict.fromkeys(queued):
+            if job_id in queue:
+                self._wait(view, queue[job_id])
+
     # -- the round ---------------------------------------------------------------------------
 
     def schedule(self, view: ClusterView) -> Iterator[Decision]:
         """A full regroup when `interval` has passed since the last one, else an event round."""
+        self._sync(view)
         if view.now >= self._last_regroup + self.interval:
-            if not view.queue and all(j.share >= 1.0 for j in view.running.values()):
+            if not view.queue and not self._any_slowed(view):
                 return iter(())
             self._last_regroup = view.now
             return self._regroup(view)
         if not view.queue:
             return iter(())
         return self._launch_on_free_gpus(view)
+
+    def _any_slowed(self, view: ClusterView) -> bool:
+        """Whether a running job runs at a share below 1."""
+        running = view.running
+        for job_id in list(self._slowed):
+            if job_id in running and running[job_id].share < 1.0:
+                return True
+            self._slowed.discard(job_id)
+        return False
+
+    def _sorted_walk(self, view: ClusterView) -> bool:
+        """Whether the kept queue order is the one a fresh sort gives (see the class)."""
+        return self.priority_frozen_while_queued() and view.queue_in_submit_order()
+
+    def _reach(self, view: ClusterView, running: dict[BucketKey, list[Entry]], capacity: int
+               ) -> list[Entry]:
+        """The entries `select` claims or passes over, in order, walking the buckets lazily.
+
+        `select` skips a job larger than its remaining budget and claims, with each leader,
+        the next k - 1 groupable jobs of its bucket; a bucket whose jobs no longer fit the
+        budget is done, so only the heads of the buckets still in play are compared.
+        """
+        streams: dict[BucketKey, _Stream] = {}
+        heads: list[tuple[Entry, int, BucketKey]] = []
+        for key in {*running, *self._waiting}:
+            if key[0] <= capacity:
+                stream = _Stream(running.get(key, []), self._waiting.get(key, []))
+                first = stream.at(0)
+                if first is not None:
+                    streams[key] = stream
+                    heads.append((first, 0, key))
+        heapq.heapify(heads)
+        claimed: set[str] = set()
+        reached: list[Entry] = []
+        budget = capacity
+        while heads and budget > 0:
+            entry, index, key = heapq.heappop(heads)
+            stream = streams[key]
+            job_id = entry[-1]
+            if job_id not in claimed:
+                if key[0] > budget:
+                    continue  # no job of this bucket fits any more
+                budget -= key[0]
+                claimed.add(job_id)
+                reached.append(entry)
+                if self._groupable(view.job(job_id)):
+                    room, ahead = self.max_group_size - 1, index + 1
+                    while room and (other := stream.at(ahead)) is not None:
+                        if other[-1] not in claimed and self._groupable(view.job(other[-1])):
+                            claimed.add(other[-1])
+                            reached.append(other)
+                            room -= 1
+                        ahead += 1
+            following = stream.at(index + 1)
+            if following is not None:
+                heapq.heappush(heads, (following, index + 1, key))
+        reached.sort()
+        return reached
 
     def select(self, view: ClusterView, ordered: list[JobView], capacity: int) -> list[JobView]:
         """Algorithm 1 lines 1–7: the first jobs that can fill the cluster in k-job groups."""
@@ -252,8 +444,31 @@ class Muri(Policy):
                 break
         return [job for job in ordered if job.job_id in claimed]
 
+    def _selected(self, view: ClusterView, with_running: bool, capacity: int) -> list[JobView]:
+        """Algorithm 1's selection (`select`) over the queued jobs, and the running ones
+        with `with_running`, in the order of `priority` (running jobs first on ties, pinned
+        running jobs before all)."""
+        if self._sorted_walk(view):
+            running: dict[BucketKey, list[Entry]] = {}
+            if with_running:
+                for position, job in enumerate(view.running.values()):
+                    entry = (job.spec.preemptible, self.priority(view, job), 0, position,
+                             job.job_id)
+                    running.setdefault(bucket_key(job), []).append(entry)
+                for entries in running.values():
+                    entries.sort()
+            return [view.job(entry[-1]) for entry in self._reach(view, running, capacity)]
+        if not with_running:
+            ordered = sorted(view.queue.values(), key=lambda j: self.priority(view, j))
+        else:
+            ordered = [*view.running.values(), *view.queue.values()]
+            ordered.sort(key=lambda j: (
+                not (j.status == _RUNNING and not j.spec.preemptible), self.priority(view, j),
+            ))
+        return self.select(view, ordered, capacity)
+
     def _groupable(self, job: JobView) -> bool:
-        pinned = job.status == JobStatus.RUNNING and not job.spec.preemptible
+        pinned = job.status == _RUNNING and not job.spec.preemptible
         return not pinned and self.profile(job) is not None
 
     def plan_groups(self, view: ClusterView, selected: list[JobView], capacity: int
@@ -278,7 +493,7 @@ class Muri(Policy):
         if grouped is None:
             grouped = multi_round_grouping(
                 [self._bucket(key, by_bucket[key]) for key in keys], self.config,
-                excess_gpus=excess,
+                excess_gpus=excess, memo=self._memo,
             )
             if len(self._plans) >= 256:
                 self._plans.clear()
@@ -313,50 +528,54 @@ class Muri(Policy):
 
     def _regroup(self, view: ClusterView) -> Iterator[Decision]:
         """A full regroup: steps 1–4 over running and queued jobs; may preempt and move."""
-        jobs = [*view.running.values(), *view.queue.values()]
-        jobs.sort(key=lambda j: (
-            not (j.status == JobStatus.RUNNING and not j.spec.preemptible),
-            self.priority(view, j),
-        ))
-        kept = self._fitting_groups(view, jobs, training_capacity(view))
+        capacity = training_capacity(view)
+        kept = self._fitting_groups(view, self._selected(view, True, capacity), capacity)
         claimed: dict[int, tuple[Placement, int]] = {}
+        taken: set[tuple[Placement, int]] = set()
         for index, group in enumerate(kept):
             for job in group:
                 slot = (job.placement, self._group_of.get(job.job_id, -1))
-                if (job.status == JobStatus.RUNNING and slot not in claimed.values()
+                if (job.status == _RUNNING and slot not in taken
                         and job.gpus == job.spec.num_gpus):
                     claimed[index] = slot
+                    taken.add(slot)
                     break
         free = physical_free(view, [placement for placement, _ in claimed.values()])
-        target = self._targets(view, kept, claimed, free)
-        for slot, job_ids in self._groups_in_use(view).items():
-            for job_id in job_ids:
-                goal = target.get(job_id)
-                if goal is None or goal[0] != slot:
-                    if view.job(job_id).spec.preemptible:
-                        self._group_of.pop(job_id, None)
-                        yield Preempt(job_id)
+        self._place(view, kept, claimed, free)
+        target = self._targets(kept, claimed)
+        if any(target.get(job_id, (None,))[0] != slot
+               for job_id, slot in self._group_key.items()):
+            for slot, job_ids in self._groups_in_use(view).items():
+                for job_id in job_ids:
+                    goal = target.get(job_id)
+                    if goal is None or goal[0] != slot:
+                        if view.job(job_id).spec.preemptible:
+                            self._group_of.pop(job_id, None)
+                            yield Preempt(job_id)
         yield from self._start(view, target)
 
     def _launch_on_free_gpus(self, view: ClusterView) -> Iterator[Decision]:
         """An event round: steps 1–4 over queued jobs on the GPUs no group holds."""
-        free = physical_free(view, [placement for placement, _ in self._groups_in_use(view)])
+        free = self._free.free
         capacity = sum(free.values())
         if capacity <= 0:
             return
-        queued = sorted(view.queue.values(), key=lambda j: self.priority(view, j))
-        kept = self._fitting_groups(view, queued, capacity)
-        yield from self._start(view, self._targets(view, kept, {}, free))
+        kept = self._fitting_groups(view, self._selected(view, False, capacity), capacity)
+        claimed: dict[int, tuple[Placement, int]] = {}
+        for placement in self._place(view, kept, claimed, free):
+            self._free.taken(placement)
+        yield from self._start(view, self._targets(kept, claimed))
 
-    def _fitting_groups(self, view: ClusterView, ordered: list[JobView], capacity: int
+    def _fitting_groups(self, view: ClusterView, selected: list[JobView], capacity: int
                         ) -> list[list[JobView]]:
-        """Steps 2–3 and the groups that fit `capacity` GPUs, in priority order."""
-        groups = self.plan_groups(view, self.select(view, ordered, capacity), capacity)
+        """Step 3 over the selected jobs and the groups that fit `capacity` GPUs, in
+        priority order."""
+        groups = self.plan_groups(view, selected, capacity)
         kept: list[list[JobView]] = []
         budget = capacity
         for group in groups:
             gpus = group[0].spec.num_gpus
-            pinned = any(j.status == JobStatus.RUNNING and not j.spec.preemptible for j in group)
+            pinned = any(j.status == _RUNNING and not j.spec.preemptible for j in group)
             if gpus <= budget or pinned:
                 budget -= gpus
                 kept.append(group)
@@ -371,12 +590,13 @@ class Muri(Policy):
             in_use.setdefault((job.placement, token), []).append(job.job_id)
         return in_use
 
-    def _targets(
-        self, view: ClusterView, kept: list[list[JobView]],
-        claimed: dict[int, tuple[Placement, int]], free: dict[str, int],
-    ) -> dict[str, tuple[tuple[Placement, int], float]]:
-        """Each member's (placement, token) and share; groups not in `claimed` are placed
-        best-fit into `free`, largest first (§5), and those that do not fit wait."""
+    def _place(self, view: ClusterView, kept: list[list[JobView]],
+               claimed: dict[int, tuple[Placement, int]], free: dict[str, int]
+               ) -> list[Placement]:
+        """Place the groups not in `claimed` best-fit into `free`, largest first (§5), and
+        add them to `claimed` with a new token; those that do not fit wait. Returns the
+        placements taken from `free`."""
+        placed: list[Placement] = []
         for index in sorted(range(len(kept)), key=lambda i: -kept[i][0].spec.num_gpus):
             if index in claimed:
                 continue
@@ -388,6 +608,12 @@ class Muri(Policy):
             if placement is not None:
                 self._next_token += 1
                 claimed[index] = (placement, self._next_token)
+                placed.append(placement)
+        return placed
+
+    def _targets(self, kept: list[list[JobView]], claimed: dict[int, tuple[Placement, int]]
+                 ) -> dict[str, tuple[tuple[Placement, int], float]]:
+        """Each member of a placed group: its (placement, token) and share."""
         target: dict[str, tuple[tuple[Placement, int], float]] = {}
         for index, group in enumerate(kept):
             if index in claimed:
@@ -401,12 +627,15 @@ class Muri(Policy):
         for job_id, ((placement, token), share) in target.items():
             job = view.job(job_id)
             self._group_of[job_id] = token
-            if job.status == JobStatus.QUEUED:
+            if job.status == _RUNNING:
+                self._track(job_id, job.placement)  # its token may be new
+            else:
                 yield Launch(job_id, placement)
+                self._track(job_id, placement)
             if share_changed(job, share):
                 yield SetShare(job_id, share)
-        for job_id in [j for j in self._group_of if view.job(j).status == JobStatus.DONE]:
-            del self._group_of[job_id]
+            if share < 1.0:
+                self._slowed.add(job_id)
 
 
 @register
@@ -432,3 +661,6 @@ class MuriL(Muri):
 
     def priority(self, view: ClusterView, job: JobView) -> tuple[float, ...]:
         return (self._las.queue_index(view, job), job.submit_time)
+
+    def priority_frozen_while_queued(self) -> bool:
+        return self.promote_knob <= 0  # promotion changes a waiting job's queue
