@@ -93,6 +93,54 @@ class Candidates:
     every_pool: bool  # the candidates are all available servers
 
 
+# One job's share of a server's tally: (server, its GPUs there, the pack it counts in there
+# or None, its GPUs if defragmentation may move it off else 0, elastic?).
+TallyPart = tuple[str, int, int | None, int, bool]
+
+
+class ServerTally:
+    """Running sums over one server's jobs, kept as jobs come, go and (un)pack: what
+    `Gandiva._units` would add up (a pack counts as one 1-GPU unit) and what
+    defragmentation asks of the server."""
+
+    __slots__ = ("plain_gpus", "plain_jobs", "packs", "movable", "elastic")
+
+    def __init__(self) -> None:
+        self.plain_gpus = 0  # GPUs of jobs that are their own unit
+        self.plain_jobs = 0
+        self.packs: Counter[int] = Counter()  # pack -> its members here
+        self.movable: Counter[int] = Counter()  # GPUs -> movable jobs of that size
+        self.elastic = 0
+
+    def count(self, part: TallyPart, sign: int) -> None:
+        _, gpus, pack, movable, elastic = part
+        if pack is None:
+            self.plain_gpus += sign * gpus
+            self.plain_jobs += sign
+        else:
+            self.packs[pack] += sign
+            if not self.packs[pack]:
+                del self.packs[pack]
+        if movable:
+            self.movable[movable] += sign
+            if not self.movable[movable]:
+                del self.movable[movable]
+        self.elastic += sign * elastic
+
+    @property
+    def load(self) -> int:
+        return self.plain_gpus + len(self.packs)
+
+    @property
+    def units(self) -> int:
+        return self.plain_jobs + len(self.packs)
+
+    @property
+    def need(self) -> int | None:
+        """The fewest GPUs of a job defragmentation may move off (None: none)."""
+        return min(self.movable) if self.movable else None
+
+
 def packing_capacity(models: list[str]) -> float:
     """Aggregate throughput of jobs packed on one GPU, in solo-GPUs (Table 1)."""
     gains = [1.0 + model_info(m).packing_gain for m in models]
@@ -272,6 +320,8 @@ class Gandiva(Policy):
         self._moved: set[str] = set()  # jobs whose GPUs changed since `_forget_departed`
         self._departed = False  # a running job stopped since the last sync
         self._index = ServerIndex()
+        self._tally: dict[str, ServerTally] = {}
+        self._parts: dict[str, tuple[TallyPart, ...]] = {}  # running job -> its tally parts
         self._available: tuple[str, ...] | None = None
         self._loanable = False  # servers can become (un)available: recheck every round
         self._order: dict[str, int] = {}  # server id -> position in the cluster's order
@@ -281,6 +331,8 @@ class Gandiva(Policy):
         self._rank: dict[str, int] = {}  # job -> launch count: the engine's running order
         self._launches = 0
         self._model_of: dict[str, str] = {}
+        self._gpu_util: dict[str, float] = {}
+        self._anywhere: set[str] = set()  # jobs whose model is locality-insensitive
         self._busy_part: dict[str, float] = {}  # job -> busy GPU-cores, in running order
         self._busy = 0.0
         self._busy_stale = False
@@ -289,6 +341,7 @@ class Gandiva(Policy):
         self._pack_candidates: list[tuple[float, str]] = []  # (GPU utilisation, job), sorted
         self._pack_key: dict[str, tuple[float, str]] = {}
         self._pack_idle_at = -1  # `_changes` when packing last found nothing to do
+        self._defrag_idle_at = -1  # `_changes` when defragmentation last could move nothing
         # Queued jobs by group, in queue order (a sequence number per entry).
         self._queued: dict[str, tuple[QueueGroup, int]] = {}
         self._queued_at: dict[int, str] = {}
@@ -298,12 +351,13 @@ class Gandiva(Policy):
     # -- round ----------------------------------------------------------------------------
 
     def schedule(self, view: ClusterView) -> Iterator[Decision]:
-        for decision in self._round(view):
+        for decision in self._place_and_move(view):
             yield decision
-            if type(decision) is not SetShare:  # a share moves no GPUs
-                self._sync(view)  # the engine has applied it: mark what it changed
+            self._sync(view)  # the engine has applied it: mark the servers it changed
+        yield from self._set_shares(view)  # a share moves no GPUs: nothing to sync
+        self._track_idle(view)
 
-    def _round(self, view: ClusterView) -> Iterator[Decision]:
+    def _place_and_move(self, view: ClusterView) -> Iterator[Decision]:
         now = view.now
         self.counters["suspends"] += self._suspend_rate * (now - self._last_round)
         self._last_round = now
@@ -327,8 +381,6 @@ class Gandiva(Policy):
                     self._pack(view)
             if self.grow_shrink and not view.queue:
                 yield from self._grow(view)
-        yield from self._set_shares(view)
-        self._track_idle(view)
 
     def _servers(self, view: ClusterView) -> list[str]:
         assert self._available is not None
@@ -367,25 +419,28 @@ class Gandiva(Policy):
         job = view.job(job_id)
         placement = job.placement
         old = self._where.pop(job_id, None)
-        for sid in old or ():
-            self._mark(sid)
+        self._account(view, job_id)
         self._moved.add(job_id)
         if not placement:  # finished or preempted
             if old is not None:
                 self._departed = True
                 del self._rank[job_id], self._model_of[job_id], self._busy_part[job_id]
+                del self._gpu_util[job_id]
+                self._anywhere.discard(job_id)
                 self._busy_stale = True
             self._spread.discard(job_id)
             self._grown.discard(job_id)
             self._set_pack_candidate(job_id, None)
             return
-        self._where[job_id] = servers = tuple(slot.server for slot in placement)
-        for sid in servers:
-            self._mark(sid)
+        self._where[job_id] = tuple(slot.server for slot in placement)
         if old is None:  # launched: the engine adds it last to its running jobs
             self._rank[job_id] = self._launches
             self._launches += 1
             self._model_of[job_id] = job.spec.model
+            info = model_info(job.spec.model)
+            self._gpu_util[job_id] = info.gpu_util
+            if info.inter_server_locality == info.intra_server_locality == 1.0:
+                self._anywhere.add(job_id)
             self._busy_part[job_id] = 0.0  # set by `_set_shares`: its servers are marked
         if len(placement) > 1:
             self._spread.add(job_id)
@@ -413,6 +468,8 @@ class Gandiva(Policy):
         Only jobs whose GPUs changed can have left a pack (a job may be listed by several:
         a job spread over servers can be packed on each); only servers whose jobs changed
         can have emptied (a server gets its affinity with its first job)."""
+        if not self._moved and not self._touched_round:
+            return
         moved, self._moved = self._moved, set()
         for pid in sorted({pid for j in moved for pid in self._packs_with.get(j, ())}):
             pack = self._packs[pid]
@@ -424,32 +481,55 @@ class Gandiva(Policy):
             if stay == pack.members:
                 continue
             for job_id in set(pack.members) - set(stay):
-                self._point(job_id, None)
+                self._point(job_id, None, view)
                 self._unlist(job_id, pid)
             pack.members = stay
             self._mark(pack.server)
             if len(pack.members) < 2:
-                self._dissolve(pid)
+                self._dissolve(view, pid)
         touched, self._touched_round = self._touched_round, set()
         for sid in touched:
             if not view.servers[sid].jobs:
                 self._drop_affinity(view, sid)
 
-    def _dissolve(self, pid: int) -> None:
+    def _dissolve(self, view: ClusterView, pid: int) -> None:
         pack = self._packs.pop(pid)
         for job_id in pack.members:
-            self._point(job_id, None)
+            self._point(job_id, None, view)
             self._unlist(job_id, pid)
         self._mark(pack.server)
 
-    def _point(self, job_id: str, pid: int | None) -> None:
+    def _point(self, job_id: str, pid: int | None, view: ClusterView) -> None:
         """Set (or with None clear) the pack `job_id` counts in: its servers' units change."""
         if pid is not None:
             self._pack_of[job_id] = pid
         elif self._pack_of.pop(job_id, None) is None:
             return
-        for sid in self._where.get(job_id, ()):
+        self._account(view, job_id)
+
+    def _account(self, view: ClusterView, job_id: str) -> None:
+        """Take `job_id` out of the tallies of the servers it was on, and count it on the
+        servers it is on now, as `_units` and `_movable` see it."""
+        for part in self._parts.pop(job_id, ()):
+            self._tally[part[0]].count(part, -1)
+            self._mark(part[0])
+        job = view.job(job_id)
+        placement = job.placement
+        if not placement:
+            return
+        pid = self._pack_of.get(job_id)
+        parts = []
+        for sid in dict.fromkeys(slot.server for slot in placement):
+            server = view.servers[sid]
+            part = (sid, server.jobs[job_id],
+                    pid if pid is not None and self._packs[pid].server == sid else None,
+                    job.gpus if len(placement) == 1 and pid is None
+                    and job.gpus <= server.gpus else 0,
+                    job.spec.elastic)
+            self._tally.setdefault(sid, ServerTally()).count(part, 1)
             self._mark(sid)
+            parts.append(part)
+        self._parts[job_id] = tuple(parts)
 
     def _list(self, job_id: str, pid: int) -> None:
         self._packs_with.setdefault(job_id, set()).add(pid)
@@ -484,21 +564,11 @@ class Gandiva(Policy):
         return units
 
     def _refresh(self, view: ClusterView) -> None:
-        """Recompute the figures of the servers whose jobs or packs changed."""
+        """Re-index the servers whose jobs or packs changed, from their tallies."""
         for sid in self._stale:
-            server = view.servers[sid]
-            units = self._units(view, sid)
-            need = None
-            elastic = False
-            for job_id in server.jobs:
-                job = view.job(job_id)
-                elastic = elastic or job.spec.elastic
-                gpus = job.gpus
-                # `_movable` for a job on this server alone
-                if (len(job.placement) == 1 and job_id not in self._pack_of
-                        and gpus <= server.gpus and (need is None or gpus < need)):
-                    need = gpus
-            self._index.put(server, sum(units.values()), len(units), need, elastic)
+            tally = self._tally.get(sid) or ServerTally()
+            self._index.put(view.servers[sid], tally.load, tally.units, tally.need,
+                            tally.elastic > 0)
         self._stale.clear()
 
     def _load(self, view: ClusterView, sid: str) -> int:
@@ -554,17 +624,23 @@ class Gandiva(Policy):
         for sid in touched:
             jobs.update(view.servers[sid].jobs)
         time_share: dict[str, float] = {}  # per server, as it is the same for all its jobs
+        busy_part, gpu_util, pack_of, anywhere = (
+            self._busy_part, self._gpu_util, self._pack_of, self._anywhere)
         for job_id in sorted(jobs, key=self._rank.__getitem__):
             job = view.job(job_id)
-            for slot in job.placement:
+            placement = job.placement
+            for slot in placement:
                 if slot.server not in time_share:
                     time_share[slot.server] = self._time_share(view, slot.server)
-            share = min(time_share[slot.server] for slot in job.placement)
-            factor = self._pack_factor(job_id) * self._locality(view, job)
-            if factor != 1.0:  # x * 1.0 is x: skipping it changes no bit
-                share *= factor
+            if len(placement) == 1:
+                share = time_share[placement[0].server]
+            else:
+                share = min(time_share[slot.server] for slot in placement)
+            # Unpacked and locality-insensitive: the factor is 1.0, and x * 1.0 is x.
+            if job_id in pack_of or job_id not in anywhere:
+                share *= self._pack_factor(job_id) * self._locality(view, job)
             share = min(1.0, max(share, 1e-6))
-            self._busy_part[job_id] = job.gpus * share * model_info(job.spec.model).gpu_util
+            busy_part[job_id] = job.gpus * share * gpu_util[job_id]
             if abs(share - job.share) > 1e-12:
                 yield SetShare(job_id, share)
         if jobs or self._busy_stale:
@@ -641,6 +717,8 @@ class Gandiva(Policy):
     def _place_queue(self, view: ClusterView) -> Iterator[Decision]:
         """Algorithm 1 for each queued job in queue order, skipping groups that surely wait
         (re-judged after every decision: a launch can set an affinity, a shrink free GPUs)."""
+        if not self._queued and not view.queue:
+            return  # nothing waits, and nothing arrived since the last round
         self._sync_queue(view)
         after = -1
         while (seq := self._next_hopeful(view, after)) is not None:
@@ -761,6 +839,8 @@ class Gandiva(Policy):
     def _grow(self, view: ClusterView) -> Iterator[Decision]:
         if self._stale:
             self._refresh(view)
+        if not self._index.elastic:
+            return
         # Only a server hosting an elastic job can grow one (and a resize stays on it).
         for sid in sorted(self._index.elastic, key=self._order.__getitem__):
             free = self._free(view, sid)
@@ -871,7 +951,10 @@ class Gandiva(Policy):
         source could move any job (`ServerIndex.may_defragment`) is skipped."""
         if self._stale:
             self._refresh(view)
+        if self._defrag_idle_at == self._changes:
+            return  # no server changed since a pass that could move nothing
         if not self._index.may_defragment(self.defrag_threshold):
+            self._defrag_idle_at = self._changes
             return
         tried: set[str] = set()
         sources = self._defrag_sources(view, tried)
@@ -926,7 +1009,7 @@ class Gandiva(Policy):
                 self._failed_combos.add(self._combo(pack.members))
                 self._changes += 1  # a combination packing may no longer try
                 self.counters["packings_undone"] += 1
-                self._dissolve(pid)
+                self._dissolve(view, pid)
 
     def _solo_rate(self, view: ClusterView, job: JobView) -> float:
         speed = min(view.servers[s.server].speed for s in job.placement)
@@ -982,9 +1065,9 @@ class Gandiva(Policy):
                 pid = self._next_pack
                 self._next_pack += 1
                 self._packs[pid] = Pack(sid, [str(unit), job_id], view.now)
-                self._point(str(unit), pid)
+                self._point(str(unit), pid, view)
                 self._list(str(unit), pid)
-            self._point(job_id, pid)
+            self._point(job_id, pid, view)
             self._list(job_id, pid)
             self._mark(sid)
             packed = True
