@@ -38,19 +38,37 @@ switches/sockets; affinity placement avoids exactly that). Not modelled: priorit
 Counters (summary `policy_counters`): packings, packings_kept, packings_undone, suspends,
 migrations, grows, shrinks, oversubscribed_launches; `utilisation_log` holds (time, busy
 GPU-cores) steps, busy = Σ GPUs × share × the model's GPU utilisation (Table 1's metric).
+
+Scale (issue #22): a round reads each server's time-sliced load many times over, and a long
+contended trace has ~10^5 rounds that each change a few servers or none. So the per-server
+figures (load, units, free GPUs) are kept in `ServerIndex` and recomputed only for servers
+whose jobs or packs changed: the engine's allocation log names the jobs whose GPUs changed
+(read after every decision, since the engine applies each as it is yielded), and the
+policy's own packing marks its server. Small indexes over them let a round skip what cannot
+act: queued jobs grouped by what they ask for (a group that surely waits is not walked),
+over-subscribed servers, jobs spread over servers, jobs that could pack, servers with a
+growable job. Every rule above still decides as written, in the same order and with the same
+floating-point sums (tests/simulation/test_gandiva_indexes.py).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+import operator
+from bisect import bisect_left, bisect_right, insort
+from collections import Counter
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from functools import reduce
 
 from simulation.decisions import Decision, Launch, Migrate, Placement, Resize, SetShare, Slot
 from simulation.dlt_models import model_info
+from simulation.model import JobSpec, PoolKind
 from simulation.policies.base import Param, Policy, register
 from simulation.policies.ordering import pool_preference
 from simulation.view import ClusterView, JobView, ServerView
+
+QueueGroup = tuple[int, str, str | None]  # (GPUs asked, own pool, GPU type): same candidates
 
 
 @dataclass(slots=True)
@@ -65,10 +83,176 @@ class Pack:
     kept: bool = False
 
 
+@dataclass(frozen=True, slots=True)
+class Candidates:
+    """The servers a job of one queue group may use, in Algorithm 1's order."""
+
+    servers: list[ServerView]
+    pools: tuple[str, ...]
+    size: int  # GPUs of the largest candidate server (0 without candidates)
+    every_pool: bool  # the candidates are all available servers
+
+
+# One job's share of a server's tally: (server, its GPUs there, the pack it counts in there
+# or None, its GPUs if defragmentation may move it off else 0, elastic?).
+TallyPart = tuple[str, int, int | None, int, bool]
+
+
+class ServerTally:
+    """Running sums over one server's jobs, kept as jobs come, go and (un)pack: what
+    `Gandiva._units` would add up (a pack counts as one 1-GPU unit) and what
+    defragmentation asks of the server."""
+
+    __slots__ = ("plain_gpus", "plain_jobs", "packs", "movable", "elastic")
+
+    def __init__(self) -> None:
+        self.plain_gpus = 0  # GPUs of jobs that are their own unit
+        self.plain_jobs = 0
+        self.packs: Counter[int] = Counter()  # pack -> its members here
+        self.movable: Counter[int] = Counter()  # GPUs -> movable jobs of that size
+        self.elastic = 0
+
+    def count(self, part: TallyPart, sign: int) -> None:
+        _, gpus, pack, movable, elastic = part
+        if pack is None:
+            self.plain_gpus += sign * gpus
+            self.plain_jobs += sign
+        else:
+            self.packs[pack] += sign
+            if not self.packs[pack]:
+                del self.packs[pack]
+        if movable:
+            self.movable[movable] += sign
+            if not self.movable[movable]:
+                del self.movable[movable]
+        self.elastic += sign * elastic
+
+    @property
+    def load(self) -> int:
+        return self.plain_gpus + len(self.packs)
+
+    @property
+    def units(self) -> int:
+        return self.plain_jobs + len(self.packs)
+
+    @property
+    def need(self) -> int | None:
+        """The fewest GPUs of a job defragmentation may move off (None: none)."""
+        return min(self.movable) if self.movable else None
+
+
 def packing_capacity(models: list[str]) -> float:
     """Aggregate throughput of jobs packed on one GPU, in solo-GPUs (Table 1)."""
     gains = [1.0 + model_info(m).packing_gain for m in models]
     return min(float(len(models)), sum(gains) / len(gains))
+
+
+class ServerIndex:
+    """Each server's time-sliced load and free GPUs, and the available servers by free GPUs.
+
+    The policy `put`s a server's figures whenever its jobs or packs change. Queries answer
+    what the plain scans over all servers answer: the fullest server with room (best fit,
+    ties to the smallest id), the most free GPUs anywhere, whether defragmentation could move
+    any job, each pool's free GPUs.
+    """
+
+    def __init__(self) -> None:
+        self.load: dict[str, int] = {}
+        self.units: dict[str, int] = {}  # time-sliced units: a job, or a pack as one GPU
+        self.free: dict[str, int] = {}
+        self.pool_free: Counter[str] = Counter()
+        self.overloaded: set[str] = set()  # available servers time-slicing (load > GPUs)
+        self.elastic: set[str] = set()  # available servers hosting an elastic job
+        self._busy_at: dict[int, list[str]] = {}  # free GPUs -> sorted servers with jobs
+        self._idle_at: dict[int, list[str]] = {}  # free GPUs -> sorted servers without
+        # free GPUs -> how many servers with jobs there have each `need` (the fewest GPUs of
+        # a job defragmentation may move off them)
+        self._needs_at: dict[int, Counter[int]] = {}
+        self._entry: dict[str, tuple[int, bool, int | None, str]] = {}
+
+    def put(self, server: ServerView, load: int, units: int, need: int | None,
+            elastic: bool) -> None:
+        """Record `server`'s figures; `need` as in `_needs_at` (None: no movable job)."""
+        sid = server.id
+        self._remove(sid)
+        free = max(0, server.gpus - load)
+        self.load[sid], self.units[sid], self.free[sid] = load, units, free
+        if not server.available:
+            return
+        busy = bool(server.jobs)
+        insort((self._busy_at if busy else self._idle_at).setdefault(free, []), sid)
+        if busy and need is not None:
+            self._needs_at.setdefault(free, Counter())[need] += 1
+        self.pool_free[server.pool] += free
+        if load > server.gpus:
+            self.overloaded.add(sid)
+        if elastic:
+            self.elastic.add(sid)
+        self._entry[sid] = (free, busy, need, server.pool)
+
+    def _remove(self, sid: str) -> None:
+        entry = self._entry.pop(sid, None)
+        if entry is None:
+            return
+        free, busy, need, pool = entry
+        levels = self._busy_at if busy else self._idle_at
+        level = levels[free]
+        del level[bisect_left(level, sid)]
+        if not level:
+            del levels[free]
+        if busy and need is not None:
+            needs = self._needs_at[free]
+            needs[need] -= 1
+            if not needs[need]:
+                del needs[need]
+                if not needs:
+                    del self._needs_at[free]
+        self.pool_free[pool] -= free
+        self.overloaded.discard(sid)
+        self.elastic.discard(sid)
+
+    def max_free(self) -> int:
+        return max(max(self._busy_at, default=0), max(self._idle_at, default=0))
+
+    def fullest_with_room(self, gpus: int, exclude: set[str],
+                          fewer_than: int | None = None) -> str | None:
+        """The available server with the fewest free GPUs, at least `gpus`, then the smallest
+        id, outside `exclude`; with `fewer_than`, only servers with jobs and fewer free GPUs
+        than that (Gandiva._destination's rule)."""
+        if fewer_than is not None:
+            for free in range(gpus, fewer_than):
+                sid = _first_outside(self._busy_at.get(free, ()), exclude)
+                if sid is not None:
+                    return sid
+            return None
+        for free in range(gpus, self.max_free() + 1):
+            busy = _first_outside(self._busy_at.get(free, ()), exclude)
+            idle = _first_outside(self._idle_at.get(free, ()), exclude)
+            if busy is None or idle is None:
+                sid = busy if idle is None else idle
+            else:
+                sid = min(busy, idle)
+            if sid is not None:
+                return sid
+        return None
+
+    def may_defragment(self, threshold: int) -> bool:
+        """False if no server with jobs and `threshold` or more free GPUs holds a job that
+        fits a server with jobs and fewer free GPUs (then defragmentation moves nothing)."""
+        below = 0  # the most free GPUs of a server with jobs seen so far, in ascending order
+        for free in sorted(self._busy_at):
+            needs = self._needs_at.get(free)
+            if free >= threshold and needs and min(needs) <= below:
+                return True
+            below = free
+        return False
+
+
+def _first_outside(sids: Iterable[str], exclude: set[str]) -> str | None:
+    for sid in sids:
+        if sid not in exclude:
+            return sid
+    return None
 
 
 @register
@@ -115,25 +299,73 @@ class Gandiva(Policy):
              "grows", "shrinks", "oversubscribed_launches"), 0)
         self.utilisation_log: list[tuple[float, float]] = []
         self._affinity: dict[str, int] = {}
+        self._affinity_count: Counter[tuple[str, int]] = Counter()  # (pool, GPUs) -> servers
         self._packs: dict[int, Pack] = {}
-        self._pack_of: dict[str, int] = {}
+        self._pack_of: dict[str, int] = {}  # job -> the pack it counts in (one of them)
+        self._packs_with: dict[str, set[int]] = {}  # job -> every pack listing it
         self._next_pack = 0
         self._failed_combos: set[tuple[str, ...]] = set()
         self._idle_since: dict[str, tuple[int, float]] = {}
         self._last_round = 0.0
         self._suspend_rate = 0.0  # suspensions per second at the last round's shares
-        self._running_before: set[str] = set()
+        # What changed since when: the engine's allocation and queue logs are read up to
+        # these marks; every job or pack change marks its servers in the sets below.
+        self._alloc_mark = 0
+        self._queue_mark = 0
+        self._changes = 0  # server changes so far (a packing pass that found nothing waits)
+        self._stale: set[str] = set()  # servers whose figures to recompute
+        self._touched_round: set[str] = set()  # since the last round began
+        self._touched_shares: set[str] = set()  # since the last `_set_shares`
+        self._touched_idle: set[str] = set()  # since the last `_track_idle`
+        self._moved: set[str] = set()  # jobs whose GPUs changed since `_forget_departed`
+        self._departed = False  # a running job stopped since the last sync
+        self._index = ServerIndex()
+        self._tally: dict[str, ServerTally] = {}
+        self._parts: dict[str, tuple[TallyPart, ...]] = {}  # running job -> its tally parts
+        self._available: tuple[str, ...] | None = None
+        self._loanable = False  # servers can become (un)available: recheck every round
+        self._order: dict[str, int] = {}  # server id -> position in the cluster's order
+        self._candidates_of: dict[tuple[str, str | None], Candidates] = {}
+        # Running jobs, as of the last sync.
+        self._where: dict[str, tuple[str, ...]] = {}  # job -> its servers
+        self._rank: dict[str, int] = {}  # job -> launch count: the engine's running order
+        self._launches = 0
         self._model_of: dict[str, str] = {}
+        self._gpu_util: dict[str, float] = {}
+        self._anywhere: set[str] = set()  # jobs whose model is locality-insensitive
+        self._busy_part: dict[str, float] = {}  # job -> busy GPU-cores, in running order
+        self._busy = 0.0
+        self._busy_stale = False
+        self._spread: set[str] = set()  # more than one slot
+        self._grown: set[str] = set()  # more GPUs than asked for
+        self._pack_candidates: list[tuple[float, str]] = []  # (GPU utilisation, job), sorted
+        self._pack_key: dict[str, tuple[float, str]] = {}
+        self._pack_idle_at = -1  # `_changes` when packing last found nothing to do
+        self._defrag_idle_at = -1  # `_changes` when defragmentation last could move nothing
+        # Queued jobs by group, in queue order (a sequence number per entry).
+        self._queued: dict[str, tuple[QueueGroup, int]] = {}
+        self._queued_at: dict[int, str] = {}
+        self._groups: dict[QueueGroup, list[int]] = {}
+        self._queue_seq = 0
 
     # -- round ----------------------------------------------------------------------------
 
     def schedule(self, view: ClusterView) -> Iterator[Decision]:
+        for decision in self._place_and_move(view):
+            yield decision
+            self._sync(view)  # the engine has applied it: mark the servers it changed
+        yield from self._set_shares(view)  # a share moves no GPUs: nothing to sync
+        self._track_idle(view)
+
+    def _place_and_move(self, view: ClusterView) -> Iterator[Decision]:
         now = view.now
         self.counters["suspends"] += self._suspend_rate * (now - self._last_round)
         self._last_round = now
-        self._model_of = {j: v.spec.model for j, v in view.running.items()}
+        self._check_availability(view)
+        self._departed = False
+        self._sync(view)
+        departed = self._departed
         self._forget_departed(view)
-        departed = bool(self._running_before - set(view.running))
         yield from self._place_queue(view)
         if self.introspective:
             if self.migration:
@@ -142,39 +374,181 @@ class Gandiva(Policy):
                     yield from self._improve_locality(view)
                 yield from self._defragment(view)
             if self.packing:
-                self._model_of = {j: v.spec.model for j, v in view.running.items()}
                 self._review_packs(view)
-                if any(self._load(view, s) > view.servers[s].gpus for s in self._servers(view)):
+                if self._stale:
+                    self._refresh(view)
+                if self._index.overloaded:
                     self._pack(view)
             if self.grow_shrink and not view.queue:
                 yield from self._grow(view)
-        yield from self._set_shares(view)
-        self._track_idle(view)
-        self._running_before = set(view.running)
 
     def _servers(self, view: ClusterView) -> list[str]:
-        return [sid for sid, s in view.servers.items() if s.available]
+        assert self._available is not None
+        return list(self._available)
+
+    def _check_availability(self, view: ClusterView) -> None:
+        """Servers change availability only when inference servers are lent or reclaimed,
+        between rounds; then every figure and cached candidate list is rebuilt."""
+        if self._available is not None and not self._loanable:
+            return
+        available = tuple(sid for sid, s in view.servers.items() if s.available)
+        if available == self._available:
+            return
+        if self._available is None:
+            self._order = {sid: i for i, sid in enumerate(view.servers)}
+            self._loanable = any(s.kind == PoolKind.INFERENCE for s in view.servers.values())
+        self._available = available
+        self._candidates_of.clear()
+        for sid in view.servers:
+            self._mark(sid)
+
+    def _mark(self, sid: str) -> None:
+        self._stale.add(sid)
+        self._touched_round.add(sid)
+        self._touched_shares.add(sid)
+        self._touched_idle.add(sid)
+        self._changes += 1
+
+    def _sync(self, view: ClusterView) -> None:
+        changed, self._alloc_mark = view.allocations_since(self._alloc_mark)
+        for job_id in changed:
+            self._job_changed(view, job_id)
+
+    def _job_changed(self, view: ClusterView, job_id: str) -> None:
+        """Bring the running-job indexes up to date for a job whose GPUs changed."""
+        job = view.job(job_id)
+        placement = job.placement
+        old = self._where.pop(job_id, None)
+        self._account(view, job_id)
+        self._moved.add(job_id)
+        if not placement:  # finished or preempted
+            if old is not None:
+                self._departed = True
+                del self._rank[job_id], self._model_of[job_id], self._busy_part[job_id]
+                del self._gpu_util[job_id]
+                self._anywhere.discard(job_id)
+                self._busy_stale = True
+            self._spread.discard(job_id)
+            self._grown.discard(job_id)
+            self._set_pack_candidate(job_id, None)
+            return
+        self._where[job_id] = tuple(slot.server for slot in placement)
+        if old is None:  # launched: the engine adds it last to its running jobs
+            self._rank[job_id] = self._launches
+            self._launches += 1
+            self._model_of[job_id] = job.spec.model
+            info = model_info(job.spec.model)
+            self._gpu_util[job_id] = info.gpu_util
+            if info.inter_server_locality == info.intra_server_locality == 1.0:
+                self._anywhere.add(job_id)
+            self._busy_part[job_id] = 0.0  # set by `_set_shares`: its servers are marked
+        if len(placement) > 1:
+            self._spread.add(job_id)
+        else:
+            self._spread.discard(job_id)
+        if job.gpus > job.spec.num_gpus:
+            self._grown.add(job_id)
+        else:
+            self._grown.discard(job_id)
+        util = model_info(job.spec.model).gpu_util
+        packable = job.gpus == 1 and len(placement) == 1 and util < self.pack_max_util
+        self._set_pack_candidate(job_id, (util, job_id) if packable else None)
+
+    def _set_pack_candidate(self, job_id: str, key: tuple[float, str] | None) -> None:
+        old = self._pack_key.pop(job_id, None)
+        if old is not None:
+            del self._pack_candidates[bisect_left(self._pack_candidates, old)]
+        if key is not None:
+            self._pack_key[job_id] = key
+            insort(self._pack_candidates, key)
 
     def _forget_departed(self, view: ClusterView) -> None:
-        for pid in sorted(self._packs):
+        """Drop pack members that left their server and the affinity of emptied servers.
+
+        Only jobs whose GPUs changed can have left a pack (a job may be listed by several:
+        a job spread over servers can be packed on each); only servers whose jobs changed
+        can have emptied (a server gets its affinity with its first job)."""
+        if not self._moved and not self._touched_round:
+            return
+        moved, self._moved = self._moved, set()
+        for pid in sorted({pid for j in moved for pid in self._packs_with.get(j, ())}):
             pack = self._packs[pid]
             stay = [
                 j for j in pack.members
                 if j in view.running and any(s.server == pack.server
                                              for s in view.running[j].placement)
             ]
+            if stay == pack.members:
+                continue
             for job_id in set(pack.members) - set(stay):
-                self._pack_of.pop(job_id, None)
+                self._point(job_id, None, view)
+                self._unlist(job_id, pid)
             pack.members = stay
+            self._mark(pack.server)
             if len(pack.members) < 2:
-                self._dissolve(pid)
-        for sid, server in view.servers.items():
-            if not server.jobs:
-                self._affinity.pop(sid, None)
+                self._dissolve(view, pid)
+        touched, self._touched_round = self._touched_round, set()
+        for sid in touched:
+            if not view.servers[sid].jobs:
+                self._drop_affinity(view, sid)
 
-    def _dissolve(self, pid: int) -> None:
-        for job_id in self._packs.pop(pid).members:
-            self._pack_of.pop(job_id, None)
+    def _dissolve(self, view: ClusterView, pid: int) -> None:
+        pack = self._packs.pop(pid)
+        for job_id in pack.members:
+            self._point(job_id, None, view)
+            self._unlist(job_id, pid)
+        self._mark(pack.server)
+
+    def _point(self, job_id: str, pid: int | None, view: ClusterView) -> None:
+        """Set (or with None clear) the pack `job_id` counts in: its servers' units change."""
+        if pid is not None:
+            self._pack_of[job_id] = pid
+        elif self._pack_of.pop(job_id, None) is None:
+            return
+        self._account(view, job_id)
+
+    def _account(self, view: ClusterView, job_id: str) -> None:
+        """Take `job_id` out of the tallies of the servers it was on, and count it on the
+        servers it is on now, as `_units` and `_movable` see it."""
+        for part in self._parts.pop(job_id, ()):
+            self._tally[part[0]].count(part, -1)
+            self._mark(part[0])
+        job = view.job(job_id)
+        placement = job.placement
+        if not placement:
+            return
+        pid = self._pack_of.get(job_id)
+        parts = []
+        for sid in dict.fromkeys(slot.server for slot in placement):
+            server = view.servers[sid]
+            part = (sid, server.jobs[job_id],
+                    pid if pid is not None and self._packs[pid].server == sid else None,
+                    job.gpus if len(placement) == 1 and pid is None
+                    and job.gpus <= server.gpus else 0,
+                    job.spec.elastic)
+            self._tally.setdefault(sid, ServerTally()).count(part, 1)
+            self._mark(sid)
+            parts.append(part)
+        self._parts[job_id] = tuple(parts)
+
+    def _list(self, job_id: str, pid: int) -> None:
+        self._packs_with.setdefault(job_id, set()).add(pid)
+
+    def _unlist(self, job_id: str, pid: int) -> None:
+        packs = self._packs_with.get(job_id, set())  # a job may be listed twice in one pack
+        packs.discard(pid)
+        if not packs:
+            self._packs_with.pop(job_id, None)
+
+    def _set_affinity(self, view: ClusterView, sid: str, gpus: int) -> None:
+        if sid not in self._affinity:
+            self._affinity[sid] = gpus
+            self._affinity_count[(view.servers[sid].pool, gpus)] += 1
+
+    def _drop_affinity(self, view: ClusterView, sid: str) -> None:
+        gpus = self._affinity.pop(sid, None)
+        if gpus is not None:
+            self._affinity_count[(view.servers[sid].pool, gpus)] -= 1
 
     # -- load and shares ------------------------------------------------------------------
 
@@ -189,11 +563,29 @@ class Gandiva(Policy):
                 units[job_id] = gpus
         return units
 
+    def _refresh(self, view: ClusterView) -> None:
+        """Re-index the servers whose jobs or packs changed, from their tallies."""
+        for sid in self._stale:
+            tally = self._tally.get(sid) or ServerTally()
+            self._index.put(view.servers[sid], tally.load, tally.units, tally.need,
+                            tally.elastic > 0)
+        self._stale.clear()
+
     def _load(self, view: ClusterView, sid: str) -> int:
-        return sum(self._units(view, sid).values())
+        if self._stale:
+            self._refresh(view)
+        return self._index.load[sid]
 
     def _free(self, view: ClusterView, sid: str) -> int:
-        return max(0, view.servers[sid].gpus - self._load(view, sid))
+        if self._stale:
+            self._refresh(view)
+        return self._index.free[sid]
+
+    def _overloaded(self, view: ClusterView) -> list[str]:
+        """Available servers time-slicing, in the cluster's order."""
+        if self._stale:
+            self._refresh(view)
+        return sorted(self._index.overloaded, key=self._order.__getitem__)
 
     def _time_share(self, view: ClusterView, sid: str) -> float:
         n = view.servers[sid].gpus
@@ -204,6 +596,8 @@ class Gandiva(Policy):
 
     def _locality(self, view: ClusterView, job: JobView) -> float:
         info = model_info(job.spec.model)
+        if info.inter_server_locality == info.intra_server_locality == 1.0:
+            return 1.0  # insensitive to where its GPUs are
         servers = {slot.server for slot in job.placement}
         if len(servers) > 1:
             return info.inter_server_locality
@@ -223,45 +617,146 @@ class Gandiva(Policy):
         return packing_capacity(models) / len(members)
 
     def _set_shares(self, view: ClusterView) -> Iterator[Decision]:
-        self._model_of = {j: v.spec.model for j, v in view.running.items()}
-        time_share = {sid: self._time_share(view, sid) for sid in self._servers(view)}
-        busy = 0.0
-        for job in list(view.running.values()):
-            share = min(time_share[s.server] for s in job.placement)
-            share *= self._pack_factor(job.job_id) * self._locality(view, job)
+        """Shares of the jobs on servers that changed (no other job's share can have), in
+        the engine's running order; busy GPU-cores summed over all jobs in that order."""
+        touched, self._touched_shares = self._touched_shares, set()
+        jobs: set[str] = set()
+        for sid in touched:
+            jobs.update(view.servers[sid].jobs)
+        time_share: dict[str, float] = {}  # per server, as it is the same for all its jobs
+        busy_part, gpu_util, pack_of, anywhere = (
+            self._busy_part, self._gpu_util, self._pack_of, self._anywhere)
+        for job_id in sorted(jobs, key=self._rank.__getitem__):
+            job = view.job(job_id)
+            placement = job.placement
+            for slot in placement:
+                if slot.server not in time_share:
+                    time_share[slot.server] = self._time_share(view, slot.server)
+            if len(placement) == 1:
+                share = time_share[placement[0].server]
+            else:
+                share = min(time_share[slot.server] for slot in placement)
+            # Unpacked and locality-insensitive: the factor is 1.0, and x * 1.0 is x.
+            if job_id in pack_of or job_id not in anywhere:
+                share *= self._pack_factor(job_id) * self._locality(view, job)
             share = min(1.0, max(share, 1e-6))
-            busy += job.gpus * share * model_info(job.spec.model).gpu_util
+            busy_part[job_id] = job.gpus * share * gpu_util[job_id]
             if abs(share - job.share) > 1e-12:
-                yield SetShare(job.job_id, share)
-        self.utilisation_log.append((view.now, busy))
+                yield SetShare(job_id, share)
+        if jobs or self._busy_stale:
+            self._busy = reduce(operator.add, self._busy_part.values(), 0.0)  # in order
+            self._busy_stale = False
+        self.utilisation_log.append((view.now, self._busy))
+        if not touched:
+            return
         rate = 0.0
-        for sid in self._servers(view):
-            units = self._units(view, sid)
-            n, load = view.servers[sid].gpus, sum(units.values())
-            if load > n:
-                rate += len(units) * min(n, load - n) / load
+        index = self._index
+        for sid in self._overloaded(view):
+            n, load = view.servers[sid].gpus, index.load[sid]
+            rate += index.units[sid] * min(n, load - n) / load
         self._suspend_rate = rate / self.time_slice
 
     # -- reactive placement (Algorithm 1) -------------------------------------------------
 
+    def _sync_queue(self, view: ClusterView) -> None:
+        """Follow the engine's queue: arrivals join its end; a requeued job (inference
+        reclaim) may not, so then the groups are rebuilt in the queue's order."""
+        entered, self._queue_mark = view.queued_since(self._queue_mark)
+        if (len(self._queued) + len(entered) != len(view.queue)
+                or any(view.job(j).first_start is not None for j in entered)):
+            self._queued.clear()
+            self._queued_at.clear()
+            self._groups.clear()
+            entered = list(view.queue)
+        for job_id in entered:
+            spec = view.job(job_id).spec
+            group = (spec.num_gpus, spec.pool, spec.gpu_type)
+            seq = self._queue_seq
+            self._queue_seq += 1
+            self._queued[job_id] = (group, seq)
+            self._queued_at[seq] = job_id
+            self._groups.setdefault(group, []).append(seq)
+
+    def _launched(self, job_id: str) -> None:
+        group, seq = self._queued.pop(job_id)
+        del self._queued_at[seq]
+        seqs = self._groups[group]
+        del seqs[bisect_left(seqs, seq)]
+        if not seqs:
+            del self._groups[group]
+
+    def _next_hopeful(self, view: ClusterView, after: int) -> int | None:
+        """The first queued entry past `after` whose group does not surely wait."""
+        best = None
+        for group, seqs in self._groups.items():
+            i = bisect_right(seqs, after)
+            if i < len(seqs) and (best is None or seqs[i] < best) \
+                    and not self._surely_waits(view, group, self._queued_at[seqs[i]]):
+                best = seqs[i]
+        return best
+
+    def _surely_waits(self, view: ClusterView, group: QueueGroup, job_id: str) -> bool:
+        """True if `_place_queue` would leave any job of `group` (such as `job_id`) queued,
+        deciding nothing.
+
+        Without grown jobs nothing shrinks; `_get_node` then finds nothing iff fewer GPUs
+        are free on the candidates than the job asks for (every other choice implies as
+        many free) and fewer than k candidates have its affinity."""
+        gpus = group[0]
+        candidates = self._candidate_info(view, view.job(job_id).spec)
+        if not candidates.servers:
+            return True
+        if self._grown and self.introspective and self.grow_shrink:
+            return False
+        if self._stale:
+            self._refresh(view)
+        free = sum(self._index.pool_free[p] for p in candidates.pools)
+        same = sum(self._affinity_count[(p, gpus)] for p in candidates.pools)
+        return free < gpus and same < max(1, math.ceil(gpus / candidates.size))
+
     def _place_queue(self, view: ClusterView) -> Iterator[Decision]:
-        for job in list(view.queue.values()):
+        """Algorithm 1 for each queued job in queue order, skipping groups that surely wait
+        (re-judged after every decision: a launch can set an affinity, a shrink free GPUs)."""
+        if not self._queued and not view.queue:
+            return  # nothing waits, and nothing arrived since the last round
+        self._sync_queue(view)
+        after = -1
+        while (seq := self._next_hopeful(view, after)) is not None:
+            after = seq
+            job = view.job(self._queued_at[seq])
             placement, oversubscribed = self._get_node(view, job)
             if (placement is None or oversubscribed) and self.introspective and self.grow_shrink:
-                yield from self._shrink_for(view, job)
-                placement, oversubscribed = self._get_node(view, job)
+                shrunk = False
+                for decision in self._shrink_for(view, job):
+                    shrunk = True
+                    yield decision
+                if shrunk:
+                    placement, oversubscribed = self._get_node(view, job)
             if placement is None:
                 continue
             for slot in placement:
-                self._affinity.setdefault(slot.server, job.spec.num_gpus)
+                self._set_affinity(view, slot.server, job.spec.num_gpus)
             self.counters["oversubscribed_launches"] += oversubscribed
+            self._launched(job.job_id)
             yield Launch(job.job_id, placement)
 
+    def _candidate_info(self, view: ClusterView, spec: JobSpec) -> Candidates:
+        """The job's candidate servers, the same for every job of its pool and GPU type
+        until servers are lent or reclaimed."""
+        key = (spec.pool, spec.gpu_type)
+        cached = self._candidates_of.get(key)
+        if cached is None:
+            pools = pool_preference(view, spec)
+            rank = {p: i for i, p in enumerate(pools)}
+            servers = sorted((s for s in view.servers.values() if s.available and s.pool in rank),
+                             key=lambda s: (rank[s.pool], s.id))
+            cached = self._candidates_of[key] = Candidates(
+                servers, tuple(pools), max((s.gpus for s in servers), default=0),
+                set(pools) >= {p.name for p in view.spec.pools})
+        return cached
+
     def _candidates(self, view: ClusterView, job: JobView) -> list[ServerView]:
-        pools = pool_preference(view, job.spec)
-        rank = {p: i for i, p in enumerate(pools)}
-        servers = [s for s in view.servers.values() if s.available and s.pool in rank]
-        return sorted(servers, key=lambda s: (rank[s.pool], s.id))
+        return self._candidate_info(view, job.spec).servers
 
     def _get_node(self, view: ClusterView, job: JobView) -> tuple[Placement | None, bool]:
         """Algorithm 1: (placement, over-subscribed?) or (None, False) to keep it queued."""
@@ -317,6 +812,8 @@ class Gandiva(Policy):
 
     def _shrink_for(self, view: ClusterView, job: JobView) -> Iterator[Decision]:
         """Shrink grown jobs on one server just enough for `job` (it needs one server)."""
+        if not self._grown:
+            return  # nothing to shrink anywhere
         g = job.spec.num_gpus
         for server in self._candidates(view, job):
             if g > server.gpus:
@@ -340,7 +837,12 @@ class Gandiva(Policy):
             return
 
     def _grow(self, view: ClusterView) -> Iterator[Decision]:
-        for sid in self._servers(view):
+        if self._stale:
+            self._refresh(view)
+        if not self._index.elastic:
+            return
+        # Only a server hosting an elastic job can grow one (and a resize stays on it).
+        for sid in sorted(self._index.elastic, key=self._order.__getitem__):
             free = self._free(view, sid)
             since = self._idle_since.get(sid)
             if free <= 0 or since is None or view.now - since[1] < self.idle_timeout:
@@ -361,7 +863,11 @@ class Gandiva(Policy):
                 yield Resize(job_id, (base, Slot(sid, extra, True)) if extra else (base,))
 
     def _track_idle(self, view: ClusterView) -> None:
-        for sid in self._servers(view):
+        """Note when each server's free GPUs last changed; only changed servers can have."""
+        touched, self._touched_idle = self._touched_idle, set()
+        for sid in touched:
+            if not view.servers[sid].available:
+                continue
             free = self._free(view, sid)
             if free <= 0:
                 self._idle_since.pop(sid, None)
@@ -378,9 +884,27 @@ class Gandiva(Policy):
         self, view: ClusterView, job: JobView, exclude: set[str], fewer_than: int | None = None
     ) -> str | None:
         """The fullest server (best fit) with room for `job` without over-subscribing."""
-        best: tuple[int, str] | None = None
+        candidates = self._candidate_info(view, job.spec)
         own = {slot.server: slot.gpus for slot in job.placement}
-        for server in self._candidates(view, job):
+        if not candidates.every_pool:
+            return self._scan_destination(view, job, candidates.servers, own, exclude,
+                                          fewer_than)
+        if self._stale:
+            self._refresh(view)
+        best = self._index.fullest_with_room(job.gpus, exclude, fewer_than)
+        # On its own servers the job's GPUs count as room too.
+        mine = [view.servers[sid] for sid in own if sid not in exclude]
+        found = self._scan_destination(view, job, mine, own, exclude, fewer_than)
+        if found is None or best is None:
+            return found or best
+        return min((self._free(view, sid), sid) for sid in (best, found))[1]
+
+    def _scan_destination(
+        self, view: ClusterView, job: JobView, servers: list[ServerView], own: dict[str, int],
+        exclude: set[str], fewer_than: int | None
+    ) -> str | None:
+        best: tuple[int, str] | None = None
+        for server in servers:
             free = self._free(view, server.id)
             room = free + own.get(server.id, 0)
             if server.id in exclude or room < job.gpus or not server.jobs and fewer_than:
@@ -391,48 +915,71 @@ class Gandiva(Policy):
                 best = (free, server.id)
         return best[1] if best else None
 
-    def _migrate(self, job: JobView, sid: str) -> Migrate:
+    def _migrate(self, view: ClusterView, job: JobView, sid: str) -> Migrate:
         self.counters["migrations"] += 1
-        self._affinity.setdefault(sid, job.spec.num_gpus)
+        self._set_affinity(view, sid, job.spec.num_gpus)
         return Migrate(job.job_id, (Slot(sid, job.gpus),))
 
     def _reduce_height(self, view: ClusterView) -> Iterator[Decision]:
-        for sid in self._servers(view):
+        """Move jobs off over-subscribed servers (no other server is over-subscribed by a
+        move: a destination has room) while any server has a free GPU."""
+        for sid in self._overloaded(view):
             for job_id in sorted(view.servers[sid].jobs):
                 if self._load(view, sid) <= view.servers[sid].gpus:
                     break
+                if self._index.max_free() == 0:
+                    return  # no job fits anywhere, and nothing moves to change that
                 job = view.job(job_id)
                 if len(job.placement) != 1 or not self._movable(view, job):
                     continue
                 dest = self._destination(view, job, {sid})
                 if dest is not None:
-                    yield self._migrate(job, dest)
+                    yield self._migrate(view, job, dest)
 
     def _improve_locality(self, view: ClusterView) -> Iterator[Decision]:
-        for job in list(view.running.values()):
+        for job_id in sorted(self._spread, key=self._rank.__getitem__):
+            job = view.job(job_id)
             if len(job.placement) > 1 and self._movable(view, job):
                 dest = self._destination(view, job, set())
                 if dest is not None:
-                    yield self._migrate(job, dest)
+                    yield self._migrate(view, job, dest)
 
     def _defragment(self, view: ClusterView) -> Iterator[Decision]:
+        """Empty the non-idle server with the most free GPUs into fuller ones, then the next.
+
+        Sources are taken in (free, id) order, re-sorted after a move; a pass in which no
+        source could move any job (`ServerIndex.may_defragment`) is skipped."""
+        if self._stale:
+            self._refresh(view)
+        if self._defrag_idle_at == self._changes:
+            return  # no server changed since a pass that could move nothing
+        if not self._index.may_defragment(self.defrag_threshold):
+            self._defrag_idle_at = self._changes
+            return
         tried: set[str] = set()
-        for _ in range(len(view.servers)):
-            busy = [sid for sid in self._servers(view)
-                    if view.servers[sid].jobs and sid not in tried
-                    and self._free(view, sid) >= self.defrag_threshold]
-            if not busy:
-                return
-            source = max(busy, key=lambda s: (self._free(view, s), s))
+        sources = self._defrag_sources(view, tried)
+        while sources:
+            source = sources.pop()
             tried.add(source)
             free = self._free(view, source)
+            moved = False
             for job_id in sorted(view.servers[source].jobs):
                 job = view.job(job_id)
                 if len(job.placement) != 1 or not self._movable(view, job):
                     continue
                 dest = self._destination(view, job, {source}, fewer_than=free)
                 if dest is not None:
-                    yield self._migrate(job, dest)
+                    moved = True
+                    yield self._migrate(view, job, dest)
+            if moved:
+                sources = self._defrag_sources(view, tried)
+
+    def _defrag_sources(self, view: ClusterView, tried: set[str]) -> list[str]:
+        """Untried non-idle servers with `defrag_threshold` or more free GPUs, most free last."""
+        busy = [sid for sid in self._servers(view)
+                if view.servers[sid].jobs and sid not in tried
+                and self._free(view, sid) >= self.defrag_threshold]
+        return sorted(busy, key=lambda s: (self._free(view, s), s))
 
     # -- packing --------------------------------------------------------------------------
 
@@ -460,8 +1007,9 @@ class Gandiva(Policy):
                 self.counters["packings_kept"] += 1
             else:
                 self._failed_combos.add(self._combo(pack.members))
+                self._changes += 1  # a combination packing may no longer try
                 self.counters["packings_undone"] += 1
-                self._dissolve(pid)
+                self._dissolve(view, pid)
 
     def _solo_rate(self, view: ClusterView, job: JobView) -> float:
         speed = min(view.servers[s.server].speed for s in job.placement)
@@ -477,15 +1025,14 @@ class Gandiva(Policy):
         pack.shares = {j: self._time_share(view, pack.server) for j in pack.members}
 
     def _pack(self, view: ClusterView) -> None:
-        """Greedy packing, lowest GPU utilisation first; each packing starts a trial."""
-        util = {j: model_info(m).gpu_util for j, m in self._model_of.items()}
-        candidates = sorted(
-            (j for j, v in view.running.items()
-             if v.gpus == 1 and len(v.placement) == 1 and j not in self._pack_of
-             and util[j] < self.pack_max_util),
-            key=lambda j: (util[j], j),
-        )
-        for job_id in candidates:
+        """Greedy packing, lowest GPU utilisation first; each packing starts a trial.
+
+        Packing reads only servers, packs and the combinations that failed, so a pass that
+        packed nothing is not repeated until one of them changes."""
+        if self._changes == self._pack_idle_at:
+            return
+        packed = False
+        for _, job_id in list(self._pack_candidates):
             if job_id in self._pack_of:
                 continue
             sid = view.job(job_id).placement[0].server
@@ -504,7 +1051,7 @@ class Gandiva(Policy):
                     continue
                 if self._combo([*members, job_id]) in self._failed_combos:
                     continue
-                key = (sum(util[m] for m in members), str(unit), unit)
+                key = (sum(self._util(m) for m in members), str(unit), unit)
                 if best is None or key[:2] < best[:2]:
                     best = key
             if best is None:
@@ -518,7 +1065,16 @@ class Gandiva(Policy):
                 pid = self._next_pack
                 self._next_pack += 1
                 self._packs[pid] = Pack(sid, [str(unit), job_id], view.now)
-                self._pack_of[str(unit)] = pid
-            self._pack_of[job_id] = pid
+                self._point(str(unit), pid, view)
+                self._list(str(unit), pid)
+            self._point(job_id, pid, view)
+            self._list(job_id, pid)
+            self._mark(sid)
+            packed = True
             self.counters["packings"] += 1
             self._start_trial(view, self._packs[pid])
+        if not packed:
+            self._pack_idle_at = self._changes
+
+    def _util(self, job_id: str) -> float:
+        return model_info(self._model_of[job_id]).gpu_util
