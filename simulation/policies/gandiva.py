@@ -623,23 +623,27 @@ class Gandiva(Policy):
         jobs: set[str] = set()
         for sid in touched:
             jobs.update(view.servers[sid].jobs)
-        time_share: dict[str, float] = {}  # per server, as it is the same for all its jobs
-        busy_part, gpu_util, pack_of, anywhere = (
-            self._busy_part, self._gpu_util, self._pack_of, self._anywhere)
+        time_share: dict[str, float] = {}  # per server: the same for all its jobs
+        plain_share: dict[str, float] = {}  # per server: the share of a plain job there
+        busy_part, gpu_util, pack_of, anywhere, where = (
+            self._busy_part, self._gpu_util, self._pack_of, self._anywhere, self._where)
         for job_id in sorted(jobs, key=self._rank.__getitem__):
             job = view.job(job_id)
-            placement = job.placement
-            for slot in placement:
-                if slot.server not in time_share:
-                    time_share[slot.server] = self._time_share(view, slot.server)
-            if len(placement) == 1:
-                share = time_share[placement[0].server]
+            servers = where[job_id]
+            if len(servers) == 1 and job_id in anywhere and job_id not in pack_of:
+                # One slot, unpacked, locality-insensitive: the factor below is 1.0, and
+                # x * 1.0 is x, so the share is the server's.
+                share = plain_share.get(servers[0])
+                if share is None:
+                    share = min(1.0, max(self._time_share(view, servers[0]), 1e-6))
+                    plain_share[servers[0]] = share
             else:
-                share = min(time_share[slot.server] for slot in placement)
-            # Unpacked and locality-insensitive: the factor is 1.0, and x * 1.0 is x.
-            if job_id in pack_of or job_id not in anywhere:
+                for sid in servers:
+                    if sid not in time_share:
+                        time_share[sid] = self._time_share(view, sid)
+                share = min(time_share[sid] for sid in servers)
                 share *= self._pack_factor(job_id) * self._locality(view, job)
-            share = min(1.0, max(share, 1e-6))
+                share = min(1.0, max(share, 1e-6))
             busy_part[job_id] = job.gpus * share * gpu_util[job_id]
             if abs(share - job.share) > 1e-12:
                 yield SetShare(job_id, share)
