@@ -351,6 +351,7 @@ class ElasticTiresias(Tiresias):
             planless.clear()
             resizes, placement = plan
             yield from resizes
+            self._started(job.job_id)
             yield Launch(job.job_id, placement)
 
     def _compact_from_free(self, view: ClusterView) -> Iterator[Decision]:
@@ -375,7 +376,14 @@ class ElasticTiresias(Tiresias):
             head = index.head(view, cls)
             if head is not None:
                 insort(heads, (head[0], cls, head[1]))
+            self._started(job_id)
             yield Launch(job_id, placement)
+
+    def _started(self, job_id: str) -> None:
+        """Tell Tiresias' queue order that compaction starts `job_id`, as its own launches
+        do, so its walks do not step over the job's entry until a clean-up drops it."""
+        if self._order is not None:
+            self._order.forget(job_id)
 
     def _compaction_plan(
         self, view: ClusterView, job: JobView
