@@ -27,12 +27,14 @@ papers folder, so this module implements the widely used simplification of it:
 - Ties in ρ go to the earlier submission, then the job id. Non-preemptible running jobs keep
   their GPUs whatever their ρ.
 
-Speed (issue #22): every round ranks every contending job, so the parts of ρ that do not
-change while a job waits or keeps its GPUs are kept per job in numpy columns (`Contenders`,
-updated from the engine's queue and allocation logs), and a round computes all ρ at once with
-the same float operations as `finish_time_fairness`; only a running job's remaining work is
-read per job. Equal ρ are then ordered by submission and job id exactly as the definition.
-`greedy_keep` is `preemptive_schedule`'s walk over that order in a few numpy steps.
+Speed (issue #22): every round ranks the contending jobs, so the parts of ρ that do not change
+while a job waits or keeps its GPUs are kept per job (`Contenders`, fed by the engine's queue
+and allocation logs), and a round computes ρ from them with the same float operations as
+`finish_time_fairness`: in numpy, or in Python when few jobs wait; only a running job's
+remaining work is read per job, at lease ends. Between lease ends only the waiting jobs that
+fit the free GPUs are ranked; at lease ends the order is made piece by piece, since the walk
+(`greedy_keep`, `preemptive_schedule`'s in a few numpy steps) usually ends early. Equal ρ are
+ordered by submission and job id exactly as the definition.
 """
 
 from __future__ import annotations
