@@ -27,18 +27,20 @@ papers folder, so this module implements the widely used simplification of it:
 - Ties in ρ go to the earlier submission, then the job id. Non-preemptible running jobs keep
   their GPUs whatever their ρ.
 
-Speed (issue #22): every round ranks every contending job, so the parts of ρ that do not
-change while a job waits or keeps its GPUs are kept per job in numpy columns (`Contenders`,
-updated from the engine's queue and allocation logs), and a round computes all ρ at once with
-the same float operations as `finish_time_fairness`; only a running job's remaining work is
-read per job. Equal ρ are then ordered by submission and job id exactly as the definition.
-`greedy_keep` is `preemptive_schedule`'s walk over that order in a few numpy steps.
+Speed (issue #22): every round ranks the contending jobs, so the parts of ρ that do not change
+while a job waits or keeps its GPUs are kept per job (`Contenders`, fed by the engine's queue
+and allocation logs), and a round computes ρ from them with the same float operations as
+`finish_time_fairness`: in numpy, or in Python when few jobs wait; only a running job's
+remaining work is read per job, at lease ends. Between lease ends only the waiting jobs that
+fit the free GPUs are ranked; at lease ends the order is made piece by piece, since the walk
+(`greedy_keep`, `preemptive_schedule`'s in a few numpy steps) usually ends early. Equal ρ are
+ordered by submission and job id exactly as the definition.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from operator import attrgetter, itemgetter
 
 import numpy as np
@@ -175,26 +177,25 @@ def fairness(now: float, submit: np.ndarray, left: np.ndarray, duration: np.ndar
     return rho
 
 
-def worst_first(rho: np.ndarray, submit: Sequence[float], job_id: Callable[[int], str],
+def worst_first(rho: np.ndarray, submit: np.ndarray, job_id: Callable[[int], str],
                 index: np.ndarray) -> np.ndarray:
     """`index` (rows of `rho` and `submit`) in Themis order, as `sorted` orders (-ρ, submit
-    time, job id): a numpy sort by ρ, then each run of equal ρ sorted in Python."""
-    order = index[np.argsort(-rho[index])]
-    ranked = rho[order]
-    tied = np.flatnonzero(ranked[1:] == ranked[:-1]).tolist()
-    start = None
-    for k, at in enumerate(tied):
-        if start is None:
-            start = at
-        if k + 1 == len(tied) or tied[k + 1] != at + 1:  # a run of equal ρ ends at at + 1
-            run = order[start:at + 2].tolist()
-            order[start:at + 2] = sorted(run, key=lambda i: (submit[i], job_id(i)))
-            start = None
+    time, job id): two stable numpy sorts, then each run of equal ρ and submit time sorted
+    by job id in Python."""
+    order = index[np.argsort(submit[index], kind="stable")]
+    order = order[np.argsort(-rho[order], kind="stable")]
+    ranked, submitted = rho[order], submit[order]
+    tied = (ranked[1:] == ranked[:-1]) & (submitted[1:] == submitted[:-1])
+    if tied.any():
+        starts = np.flatnonzero(tied & ~np.concatenate(([False], tied[:-1]))).tolist()
+        ends = np.flatnonzero(tied & ~np.concatenate((tied[1:], [False]))).tolist()
+        for start, end in zip(starts, ends, strict=True):  # order[start:end + 2] tie
+            order[start:end + 2] = sorted(order[start:end + 2].tolist(), key=job_id)
     return order
 
 
-def worst_first_in_pieces(rho: np.ndarray, submit: Sequence[float],
-                          job_id: Callable[[int], str], first: int) -> Iterator[np.ndarray]:
+def worst_first_in_pieces(rho: np.ndarray, submit: np.ndarray, job_id: Callable[[int], str],
+                          first: int) -> Iterator[np.ndarray]:
     """`worst_first` of all rows, in consecutive pieces: about `first` rows (more when ρ ties
     at the cut), then twice as many each time. A walk that needs only the front of the order
     pays a partition, not a sort, for the rest."""
@@ -310,7 +311,7 @@ class Themis(Policy):
         submit = rows.column(SUBMIT)[fits]
         rho = fairness(view.now, submit, rows.column(LEFT)[fits], rows.column(DURATION)[fits],
                        gpus[fits], self._share_gpus(view))
-        pieces = worst_first_in_pieces(rho, submit.tolist(), lambda i: rows.ids[fits[i]],
+        pieces = worst_first_in_pieces(rho, submit, lambda i: rows.ids[fits[i]],
                                        2 * free // max(1, smallest) + 8)
         views = rows.views
         return (views[fits[i]] for piece in pieces for i in piece.tolist())
@@ -346,7 +347,7 @@ class Themis(Policy):
         need = np.where(running, np.where(pinned, 0, held), rows.column(GPUS)).astype(np.int64)
         budget = training_capacity(view) - int(held[pinned].sum())
         winners = auction_participants(len(rho), self.fairness_fraction)
-        pieces = worst_first_in_pieces(rho, submit.tolist(), rows.ids.__getitem__, budget + 16)
+        pieces = worst_first_in_pieces(rho, submit, rows.ids.__getitem__, budget + 16)
         kept_parts: list[np.ndarray] = []
         walked = 0
         shuffled = False

@@ -167,7 +167,7 @@ def test_pieces_make_the_sorted_order(seed):
     rng = random.Random(seed)
     count = rng.randrange(1, 60)
     rho = np.array([rng.choice((0.5, 1.0, math.inf, rng.random())) for _ in range(count)])
-    submit = [float(rng.randrange(4)) for _ in range(count)]
+    submit = np.array([float(rng.randrange(4)) for _ in range(count)])
     ids = [f"j{rng.randrange(100)}-{i}" for i in range(count)]
     expected = sorted(range(count), key=lambda i: (-rho[i], submit[i], ids[i]))
     pieces = list(worst_first_in_pieces(rho, submit, ids.__getitem__, rng.randrange(1, 20)))
