@@ -236,6 +236,22 @@ class ServerIndex:
                 return sid
         return None
 
+    def idle(self, gpus: int) -> list[str]:
+        """Servers without jobs that have `gpus` GPUs, by id."""
+        return self._idle_at.get(gpus, [])
+
+    def emptiest_first(self) -> Iterator[tuple[int, str]]:
+        """(free GPUs, server) of every server with a free GPU, most free first, then by id."""
+        for free in range(self.max_free(), 0, -1):
+            busy, idle = self._busy_at.get(free, []), self._idle_at.get(free, [])
+            for sid in sorted(busy + idle) if busy and idle else busy or idle:
+                yield free, sid
+
+    def busy_by_free(self, threshold: int) -> list[str]:
+        """Servers with jobs and at least `threshold` free GPUs, by (free GPUs, id)."""
+        return [sid for free in sorted(self._busy_at) if free >= threshold
+                for sid in self._busy_at[free]]
+
     def may_defragment(self, threshold: int) -> bool:
         """False if no server with jobs and `threshold` or more free GPUs holds a job that
         fits a server with jobs and fewer free GPUs (then defragmentation moves nothing)."""
@@ -300,6 +316,7 @@ class Gandiva(Policy):
         self.utilisation_log: list[tuple[float, float]] = []
         self._affinity: dict[str, int] = {}
         self._affinity_count: Counter[tuple[str, int]] = Counter()  # (pool, GPUs) -> servers
+        self._affinity_servers: dict[int, set[str]] = {}  # GPUs -> servers of that affinity
         self._packs: dict[int, Pack] = {}
         self._pack_of: dict[str, int] = {}  # job -> the pack it counts in (one of them)
         self._packs_with: dict[str, set[int]] = {}  # job -> every pack listing it
@@ -381,10 +398,6 @@ class Gandiva(Policy):
                     self._pack(view)
             if self.grow_shrink and not view.queue:
                 yield from self._grow(view)
-
-    def _servers(self, view: ClusterView) -> list[str]:
-        assert self._available is not None
-        return list(self._available)
 
     def _check_availability(self, view: ClusterView) -> None:
         """Servers change availability only when inference servers are lent or reclaimed,
@@ -526,7 +539,10 @@ class Gandiva(Policy):
                     job.gpus if len(placement) == 1 and pid is None
                     and job.gpus <= server.gpus else 0,
                     job.spec.elastic)
-            self._tally.setdefault(sid, ServerTally()).count(part, 1)
+            tally = self._tally.get(sid)
+            if tally is None:
+                tally = self._tally[sid] = ServerTally()
+            tally.count(part, 1)
             self._mark(sid)
             parts.append(part)
         self._parts[job_id] = tuple(parts)
@@ -544,11 +560,13 @@ class Gandiva(Policy):
         if sid not in self._affinity:
             self._affinity[sid] = gpus
             self._affinity_count[(view.servers[sid].pool, gpus)] += 1
+            self._affinity_servers.setdefault(gpus, set()).add(sid)
 
     def _drop_affinity(self, view: ClusterView, sid: str) -> None:
         gpus = self._affinity.pop(sid, None)
         if gpus is not None:
             self._affinity_count[(view.servers[sid].pool, gpus)] -= 1
+            self._affinity_servers[gpus].discard(sid)
 
     # -- load and shares ------------------------------------------------------------------
 
@@ -619,6 +637,9 @@ class Gandiva(Policy):
     def _set_shares(self, view: ClusterView) -> Iterator[Decision]:
         """Shares of the jobs on servers that changed (no other job's share can have), in
         the engine's running order; busy GPU-cores summed over all jobs in that order."""
+        if not self._touched_shares and not self._busy_stale:
+            self.utilisation_log.append((view.now, self._busy))  # nothing changed
+            return
         touched, self._touched_shares = self._touched_shares, set()
         jobs: set[str] = set()
         for sid in touched:
@@ -763,28 +784,60 @@ class Gandiva(Policy):
         return self._candidate_info(view, job.spec).servers
 
     def _get_node(self, view: ClusterView, job: JobView) -> tuple[Placement | None, bool]:
-        """Algorithm 1: (placement, over-subscribed?) or (None, False) to keep it queued."""
+        """Algorithm 1: (placement, over-subscribed?) or (None, False) to keep it queued.
+
+        When the job may use every server, the affinity sets and the free-GPU index give
+        the lists the scans over its candidates would build (they are sorted by keys that
+        ignore the pools' order); with one pool, so do the idle servers."""
         g = job.spec.num_gpus
-        servers = self._candidates(view, job)
+        candidates = self._candidate_info(view, job.spec)
+        servers = candidates.servers
         if not servers:
             return None, False
-        size = max(s.gpus for s in servers)  # the fewest servers that can hold the job
+        size = candidates.size  # the fewest servers that can hold the job
         k = max(1, math.ceil(g / size))
         per = min(g, size)
-        same = [s for s in servers if self._affinity.get(s.id) == g]
-        same.sort(key=lambda s: (self._load(view, s.id), s.id))
-        fits = [s for s in same if self._free(view, s.id) >= per]  # nodes1, height < 1
+        one_pool = candidates.every_pool and len(view.spec.pools) == 1
+        if one_pool:
+            # Every server has `size` GPUs, so a server with free GPUs has load size - free:
+            # by (load, id) is by (most free, id).
+            if self._stale:
+                self._refresh(view)
+            fits = []
+            for free, sid in self._index.emptiest_first():
+                if free < per or len(fits) == k:
+                    break
+                if self._affinity.get(sid) == g:
+                    fits.append(view.servers[sid])
+        else:
+            fits = [s for s in self._same_affinity(view, candidates, g)
+                    if self._free(view, s.id) >= per]  # nodes1, height < 1
         if len(fits) >= k:
             return self._slots(fits[:k], g, per), False
-        empty = [s for s in servers if not s.jobs and s.gpus >= per]  # nodes2
+        if one_pool:
+            empty = [view.servers[sid] for sid in self._index.idle(size)[:k]]
+        else:
+            empty = [s for s in servers if not s.jobs and s.gpus >= per]  # nodes2
         if len(empty) >= k:
             return self._slots(empty[:k], g, per), False
-        gathered = self._gather(view, servers, g)  # nodes3: relax affinity
+        gathered = self._gather(view, candidates, g)  # nodes3: relax affinity
         if gathered is not None:
             return gathered, False
+        same = self._same_affinity(view, candidates, g)
         if len(same) >= k:  # over-subscribe the least-loaded same-affinity servers
             return self._slots(same[:k], g, per), True
         return None, False
+
+    def _same_affinity(self, view: ClusterView, candidates: Candidates, g: int
+                       ) -> list[ServerView]:
+        """The candidates whose affinity is `g`, least loaded first, then by id."""
+        if candidates.every_pool:
+            same = [view.servers[sid] for sid in self._affinity_servers.get(g, ())
+                    if view.servers[sid].available]
+        else:
+            same = [s for s in candidates.servers if self._affinity.get(s.id) == g]
+        same.sort(key=lambda s: (self._load(view, s.id), s.id))
+        return same
 
     @staticmethod
     def _slots(servers: list[ServerView], g: int, per: int) -> Placement:
@@ -796,9 +849,24 @@ class Gandiva(Policy):
             left -= take
         return tuple(slots)
 
-    def _gather(self, view: ClusterView, servers: list[ServerView], g: int) -> Placement | None:
+    def _gather(self, view: ClusterView, candidates: Candidates, g: int) -> Placement | None:
         """Free GPUs anywhere: the fullest server that fits, else the emptiest first."""
-        free = {s.id: self._free(view, s.id) for s in servers}
+        if candidates.every_pool:
+            if self._stale:
+                self._refresh(view)
+            fullest = self._index.fullest_with_room(g, set())
+            if fullest is not None:
+                return (Slot(fullest, g),)
+            slots = []
+            left = g
+            for free, sid in self._index.emptiest_first():
+                if left == 0:
+                    break
+                take = min(free, left)
+                slots.append(Slot(sid, take))
+                left -= take
+            return tuple(slots) if left == 0 else None
+        free = {s.id: self._free(view, s.id) for s in candidates.servers}
         single = sorted((f, sid) for sid, f in free.items() if f >= g)
         if single:
             return (Slot(single[0][1], g),)
@@ -980,10 +1048,10 @@ class Gandiva(Policy):
 
     def _defrag_sources(self, view: ClusterView, tried: set[str]) -> list[str]:
         """Untried non-idle servers with `defrag_threshold` or more free GPUs, most free last."""
-        busy = [sid for sid in self._servers(view)
-                if view.servers[sid].jobs and sid not in tried
-                and self._free(view, sid) >= self.defrag_threshold]
-        return sorted(busy, key=lambda s: (self._free(view, s), s))
+        if self._stale:
+            self._refresh(view)
+        return [sid for sid in self._index.busy_by_free(self.defrag_threshold)
+                if sid not in tried]
 
     # -- packing --------------------------------------------------------------------------
 
