@@ -61,12 +61,13 @@ def one_case(policy: str, servers: int, jobs: int, queue) -> None:
     from simulation.runner import run_simulation
 
     workload = philly_jobs(jobs)
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     result = run_simulation(training_cluster(servers), workload, policy)
-    wall = time.perf_counter() - started
+    wall, cpu = time.perf_counter() - started, time.process_time() - cpu_started
     summary = result.summary
     queue.put({
         "wall": wall,
+        "cpu": cpu,
         "events": summary["events"],
         "eps": summary["events"] / wall if wall else 0.0,
         "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
@@ -101,7 +102,7 @@ def main() -> None:
     args = parser.parse_args()
     servers = [int(s) for s in ("40,60,100,300" if args.sweep else args.servers).split(",")]
     lengths = [int(n) for n in ("5000,20000,82247" if args.sweep else args.jobs).split(",")]
-    print(f"{'policy':<17} {'servers':>7} {'jobs':>7} {'wall s':>8} {'events':>9} "
+    print(f"{'policy':<17} {'servers':>7} {'jobs':>7} {'wall s':>8} {'CPU s':>8} {'events':>9} "
           f"{'events/s':>9} {'peak MB':>8} {'preempt':>8} {'mean JCT s':>11} {'util':>6}",
           flush=True)
     for policy in args.policies.split(","):
@@ -111,7 +112,8 @@ def main() -> None:
                 if isinstance(row, str):
                     print(f"{policy:<17} {size:>7} {n:>7} {row:>8}", flush=True)
                     continue
-                print(f"{policy:<17} {size:>7} {n:>7} {row['wall']:>8.1f} {row['events']:>9} "
+                print(f"{policy:<17} {size:>7} {n:>7} {row['wall']:>8.1f} {row['cpu']:>8.1f} "
+                      f"{row['events']:>9} "
                       f"{row['eps']:>9.0f} {row['peak_mb']:>8.0f} {row['preemptions']:>8} "
                       f"{row['jct']:>11.0f} {row['util']:>6.3f}", flush=True)
 
