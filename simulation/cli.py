@@ -1,4 +1,4 @@
-"""`python -m simulation run|policies|compare|decide` (DESIGN.md, CLI).
+"""`python -m simulation run|policies|compare|decide|reproduce` (DESIGN.md, CLI).
 
 User errors (a malformed trace, spec or setting) exit with code 2 and one line naming the
 file, line and field; a policy that makes an invalid decision is a bug and exits with 1.
@@ -10,6 +10,7 @@ import argparse
 import csv
 import json
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -20,6 +21,8 @@ from simulation.metrics import RunResult
 from simulation.model import ClusterSpec, InferenceLoad, PoolKind, Workload
 from simulation.policies.base import registry
 from simulation.reclaim import reclaim_strategies
+from simulation.reproductions import paper_names, reproduce
+from simulation.reproductions.report import load_reports, markdown_table, rewrite_readme
 from simulation.runner import run_simulation
 from simulation.workloads import load_cluster_spec, load_inference_load, load_trace
 
@@ -145,6 +148,33 @@ def cmd_decide(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_reproduce(args: argparse.Namespace) -> int:
+    """Run papers' headline experiments; one JSON per paper and the table of every paper
+    whose JSON is in `--out` (so papers can be re-run one at a time)."""
+    names = paper_names(args.paper)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+
+    def progress(message: str) -> None:
+        print(f"[{time.perf_counter() - started:7.1f} s] {message}", file=sys.stderr,
+              flush=True)
+
+    for name in names:
+        progress(f"{name}: start")
+        report = reproduce(name, progress)
+        (out / f"{name}.json").write_text(json.dumps(report.to_dict(), indent=2) + "\n")
+        progress(f"{name}: done in {report.wall_seconds:.1f} s")
+    table = markdown_table(load_reports(out))
+    (out / "reproductions.md").write_text(table + "\n")
+    print(table)
+    if args.readme:
+        rewrite_readme(Path(args.readme), table)
+        print(f"rewrote the Reproductions block of {args.readme}")
+    print(f"wrote {out}/<paper>.json and {out}/reproductions.md")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m simulation",
                                      description="GPU cluster scheduling simulator")
@@ -177,6 +207,13 @@ def build_parser() -> argparse.ArgumentParser:
     decide.add_argument("kind", choices=sorted(DECIDERS))
     decide.add_argument("--input", required=True, help="request JSON, as the REST API takes")
     decide.set_defaults(func=cmd_decide)
+
+    repro = sub.add_parser("reproduce", help="papers' headline results, paper beside ours")
+    repro.add_argument("paper", help="a paper name (edl, gandiva) or all")
+    repro.add_argument("--out", default="out/reproductions", help="folder for JSON + table")
+    repro.add_argument("--readme", default=None,
+                       help="rewrite this README's Reproductions block from --out's JSON")
+    repro.set_defaults(func=cmd_reproduce)
     return parser
 
 

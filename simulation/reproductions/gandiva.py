@@ -1,0 +1,142 @@
+"""Gandiva (Xiao et al., OSDI'18) §6.3 and §6.4 headline results, paper beside ours.
+
+§6.3 (time-slicing and packing, migration off, no grow-shrink): the eight-model mix of
+Table 1, 1,000 jobs over two hours on 45 four-GPU servers (`gandiva_eight_model_workload`),
+Gandiva against "a baseline scheduler that does bin-packing but does not oversubscribe"
+(FIFO with backfill). Paper: mean time to the first 100 mini-batches 498 s vs 2,203 s
+(-77 %), utilisation over the stable regime 20-200 min 62.8 % vs 50.1 % (+25 %).
+Utilisation is Table 1's GPU-core utilisation (GPUs x share x the model's utilisation).
+
+§6.4 (time-slicing and migration, Table 5): the paper replays a private 9-day, 8,800-job
+Microsoft trace on 100 GPUs against YARN's capacity scheduler. The trace is not public; the
+closest input is `gandiva_trace_mix_workload` (Table 2's models in the trace's 10/60/30 %
+CV/NLP/Speech mix, lognormal running times), 500 jobs at 60 an hour on 25 four-GPU servers.
+The capacity scheduler with one queue is FIFO with exclusive GPUs, so the baseline is
+`fifo` without backfill. Paper: mean JCT 832 -> 656 min (-21 %), makespan 13,371 ->
+11,349 min (-15 %); the paper quotes these as 26.8 % and 17.8 % "improvement", i.e.
+baseline / Gandiva - 1.
+
+Time-slicing in our Gandiva is a fluid share (each job on an over-subscribed server runs
+continuously at N/M of its speed), not suspend/resume in 60 s quanta; see the early-feedback
+row's note for what that does to the paper's first metric.
+"""
+
+from __future__ import annotations
+
+from simulation.dlt_models import model_info
+from simulation.engine import EngineConfig, Simulation
+from simulation.metrics import RunResult
+from simulation.model import Workload
+from simulation.policies.base import Policy, create_policy
+from simulation.reproductions import Progress
+from simulation.reproductions.report import Ablation, PaperReport, Row
+from simulation.workloads.gandiva_edl import (
+    gandiva_cluster,
+    gandiva_eight_model_workload,
+    gandiva_trace_mix_workload,
+)
+
+WINDOW = (20 * 60.0, 200 * 60.0)  # §6.3's stable regime
+GANDIVA_63 = {"migration": False, "grow_shrink": False}
+GANDIVA_64 = {"grow_shrink": False}
+
+
+def baseline_utilisation(jobs: list[dict], gpus: int) -> float:
+    """Busy GPU-cores of non-preemptive jobs (each at full speed) inside WINDOW."""
+    lo, hi = WINDOW
+    busy = 0.0
+    for row in jobs:
+        if row["start"] is None:
+            continue
+        end = row["end"] if row["end"] is not None else hi
+        overlap = max(0.0, min(end, hi) - max(row["start"], lo))
+        busy += overlap * row["num_gpus"] * model_info(row["model"]).gpu_util
+    return busy / (gpus * (hi - lo))
+
+
+def logged_utilisation(log: list[tuple[float, float]], gpus: int) -> float:
+    """Gandiva's logged busy GPU-cores (time, value steps) averaged over WINDOW."""
+    lo, hi = WINDOW
+    busy = 0.0
+    for (t0, value), (t1, _) in zip(log, log[1:], strict=False):
+        busy += value * max(0.0, min(t1, hi) - max(t0, lo))
+    return busy / (gpus * (hi - lo))
+
+
+def run_gandiva_experiment(
+    workload: Workload, servers: int, policy: str, params: dict[str, object]
+) -> tuple[RunResult, Policy]:
+    """One engine run on `servers` four-GPU P40 servers; 1 s migration pause (§6.1)."""
+    scheduler = create_policy(policy, params)
+    result = Simulation(gandiva_cluster(servers), workload, scheduler,
+                        config=EngineConfig(migration_pause=1.0)).run()
+    return result, scheduler
+
+
+def _change(ours: float, base: float) -> float:
+    return ours / base - 1.0
+
+
+def section_63(progress: Progress, workload: Workload | None = None) -> list[Row]:
+    workload = workload or gandiva_eight_model_workload(seed=0)
+    gpus = gandiva_cluster().total_gpus
+    progress(f"gandiva §6.3: baseline (fifo + backfill), {len(workload)} jobs")
+    base, _ = run_gandiva_experiment(workload, 45, "fifo", {"backfill": True})
+    progress("gandiva §6.3: gandiva (time-slicing + packing)")
+    ours, policy = run_gandiva_experiment(workload, 45, "gandiva", GANDIVA_63)
+    fb_base = base.summary["early_feedback"]["mean"]
+    fb_ours = ours.summary["early_feedback"]["mean"]
+    util_base = baseline_utilisation(base.jobs, gpus)
+    util_ours = logged_utilisation(policy.utilisation_log, gpus)
+    return [
+        Row("§6.3 early feedback", "mean time to 100 mini-batches", 498 / 2203 - 1,
+            _change(fb_ours, fb_base), "498 s vs 2,203 s", f"{fb_ours:.0f} s vs {fb_base:.0f} s",
+            "Same workload generator and cluster as the paper. Ours falls further because "
+            "time-slicing is a fluid share: an over-subscribed job starts at once at N/M of "
+            "its speed, so its first 100 mini-batches (seconds of work) finish within "
+            "seconds; with suspend/resume in 60 s quanta it would wait for its turn in the "
+            "round robin. Suspend/resume quanta are not implemented."),
+        Row("§6.3 utilisation", "GPU utilisation 20-200 min", 62.8 / 50.1 - 1,
+            _change(util_ours, util_base), "62.8 % vs 50.1 %",
+            f"{util_ours:.1%} vs {util_base:.1%}",
+            "Paper's own job mix; its baseline sat at 50 %, ours at "
+            f"{util_base:.0%} (the mix's running times and GPU demand are drawn from the "
+            "ranges §6.3 gives, not its exact jobs), so less headroom is left for packing."),
+    ]
+
+
+def section_64(progress: Progress, workload: Workload | None = None,
+               servers: int = 25) -> list[Row]:
+    workload = workload or gandiva_trace_mix_workload(num_jobs=500, seed=0)
+    progress(f"gandiva §6.4: capacity scheduler (fifo), {len(workload)} jobs")
+    base, _ = run_gandiva_experiment(workload, servers, "fifo", {})
+    progress("gandiva §6.4: gandiva (time-slicing + packing + migration)")
+    ours, _ = run_gandiva_experiment(workload, servers, "gandiva", GANDIVA_64)
+    progress("gandiva §6.4 ablation: gandiva without packing")
+    unpacked, _ = run_gandiva_experiment(workload, servers, "gandiva",
+                                         {**GANDIVA_64, "packing": False})
+    b, o, u = base.summary, ours.summary, unpacked.summary
+    private = ("The 9-day Microsoft trace is private: closest public input is Table 2's "
+               "model mix with lognormal running times (gandiva_trace_mix_workload).")
+    return [
+        Row("§6.4 trace (Table 5)", "mean JCT", 656 / 832 - 1,
+            _change(o["jct"]["mean"], b["jct"]["mean"]), "656 vs 832 min",
+            f"{o['jct']['mean'] / 60:.0f} vs {b['jct']['mean'] / 60:.0f} min", private,
+            ablations=(Ablation("packing off", _change(u["jct"]["mean"], b["jct"]["mean"]),
+                                f"{u['jct']['mean'] / 60:.0f} min",
+                                "Gandiva with packing disabled, all else equal"),)),
+        Row("§6.4 trace (Table 5)", "makespan", 11349 / 13371 - 1,
+            _change(o["makespan"], b["makespan"]), "11,349 vs 13,371 min",
+            f"{o['makespan'] / 60:.0f} vs {b['makespan'] / 60:.0f} min",
+            private + " Where ours deviates, the ablation without packing isolates "
+            "packing's share of it.",
+            ablations=(Ablation("packing off", _change(u["makespan"], b["makespan"]),
+                                f"{u['makespan'] / 60:.0f} min",
+                                "Gandiva with packing disabled, all else equal"),)),
+    ]
+
+
+def reproduce(progress: Progress) -> PaperReport:
+    """Gandiva §6.3 (early feedback, utilisation) and §6.4 (Table 5)."""
+    return PaperReport("gandiva", "Gandiva: introspective cluster scheduling (OSDI'18)",
+                       section_63(progress) + section_64(progress))
