@@ -15,36 +15,16 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from simulation.dlt_models import model_info  # noqa: E402
 from simulation.engine import EngineConfig, Simulation  # noqa: E402
 from simulation.policies.base import create_policy  # noqa: E402
+from simulation.reproductions.gandiva import (  # noqa: E402
+    baseline_utilisation,
+    logged_utilisation,
+)
 from simulation.workloads.gandiva_edl import (  # noqa: E402
     gandiva_cluster,
     gandiva_eight_model_workload,
 )
-
-WINDOW = (20 * 60.0, 200 * 60.0)
-
-
-def baseline_utilisation(jobs: list[dict], gpus: int) -> float:
-    """Busy GPU-cores of non-preemptive FIFO jobs (each at full speed) inside WINDOW."""
-    lo, hi = WINDOW
-    busy = 0.0
-    for row in jobs:
-        if row["start"] is None:
-            continue
-        end = row["end"] if row["end"] is not None else hi
-        overlap = max(0.0, min(end, hi) - max(row["start"], lo))
-        busy += overlap * row["num_gpus"] * model_info(row["model"]).gpu_util
-    return busy / (gpus * (hi - lo))
-
-
-def logged_utilisation(log: list[tuple[float, float]], gpus: int) -> float:
-    lo, hi = WINDOW
-    busy = 0.0
-    for (t0, value), (t1, _) in zip(log, log[1:], strict=False):
-        busy += value * max(0.0, min(t1, hi) - max(t0, lo))
-    return busy / (gpus * (hi - lo))
 
 
 def main() -> None:
