@@ -79,6 +79,7 @@ class Row:
     note: str
     tolerance: float = DEFAULT_TOLERANCE
     expected_sign: int = 0
+    unit: str = "change"  # "change": a relative change, shown as %; else the value's unit
     ablations: tuple[Ablation, ...] = ()
 
     @property
@@ -111,8 +112,10 @@ class PaperReport:
                 "rows": [row.to_dict() for row in self.rows]}
 
 
-def _change(value: float | None) -> str:
-    return "—" if value is None else f"{value:+.1%}"
+def _figure(value: float | None, unit: str) -> str:
+    if value is None:
+        return "—"
+    return f"{value:+.1%}" if unit == "change" else f"{value:.3g} {unit}"
 
 
 def _cell(text: str) -> str:
@@ -133,13 +136,14 @@ def markdown_table(reports: list[dict]) -> str:
             ratio = "—" if row["ratio"] is None else f"{row['ratio']:.2f}"
             lines.append("| " + " | ".join(_cell(c) for c in (
                 report["paper"], row["experiment"], row["metric"],
-                f"{_change(row['paper'])} ({row['paper_detail']})",
-                f"{_change(row['ours'])} ({row['our_detail']})",
+                f"{_figure(row['paper'], row['unit'])} ({row['paper_detail']})",
+                f"{_figure(row['ours'], row['unit'])} ({row['our_detail']})",
                 ratio, row["verdict"], row["note"])) + " |")
             for ab in row["ablations"]:
                 lines.append("| " + " | ".join(_cell(c) for c in (
                     "", f"↳ ablation: {ab['label']}", row["metric"], "",
-                    f"{_change(ab['ours'])} ({ab['detail']})", "", "", ab["note"])) + " |")
+                    f"{_figure(ab['ours'], row['unit'])} ({ab['detail']})", "", "",
+                    ab["note"])) + " |")
     lines.append("")
     lines.append("Wall time on this 2-core machine: " + ", ".join(
         f"{r['paper']} {r['wall_seconds']:.0f} s" for r in reports) + ".")

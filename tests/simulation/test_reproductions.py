@@ -1,0 +1,96 @@
+"""Paper reproductions (issue #15): the verdict rule on hand-derived cases, the README block,
+the CLI's user errors, and the inputs the EDL and Gandiva experiments build."""
+
+from __future__ import annotations
+
+import pytest
+
+from simulation.cli import main
+from simulation.dlt_models import model_info
+from simulation.errors import InputError
+from simulation.model import JobSpec, Workload
+from simulation.reproductions import paper_names
+from simulation.reproductions.edl import edl_philly_workload
+from simulation.reproductions.gandiva import baseline_utilisation, logged_utilisation
+from simulation.reproductions.report import (
+    DEVIATES,
+    DIRECTION_ONLY,
+    README_END,
+    README_START,
+    REPRODUCED,
+    Row,
+    markdown_table,
+    rewrite_readme,
+    verdict,
+)
+
+
+@pytest.mark.parametrize(("paper", "ours", "expected"), [
+    (-0.895, -0.60, DIRECTION_ONLY),  # EDL Table 3: 0.60 / 0.895 = 0.67, outside 1 ± 0.25
+    (-0.895, -0.80, REPRODUCED),      # 0.894 of the paper's change
+    (-0.80, -1.00, REPRODUCED),       # 1.25: on the edge, inside
+    (-0.80, -1.01, DIRECTION_ONLY),   # 1.2625: just outside
+    (-0.151, 0.354, DEVIATES),        # Gandiva Table 5 makespan: opposite sign
+    (0.253, 0.0, DEVIATES),           # no change has no direction
+    (11.7, 7.9, DIRECTION_ONLY),      # a positive value: 0.675 of the paper's
+])
+def test_verdict_compares_sign_then_ratio(paper, ours, expected):
+    assert verdict(paper, ours) == expected
+
+
+def test_verdict_on_a_direction_only_claim():
+    assert verdict(None, 0.154, expected_sign=1) == REPRODUCED
+    assert verdict(None, -0.1, expected_sign=1) == DEVIATES
+    with pytest.raises(ValueError):
+        verdict(None, 0.1)
+
+
+def test_row_ratio_and_table_cells():
+    row = Row("Table 3", "mean JCT", -0.895, -0.6, "a", "b", "x | y")
+    assert row.ratio == pytest.approx(0.6 / 0.895)
+    report = {"paper": "edl", "wall_seconds": 12.3, "rows": [row.to_dict()]}
+    table = markdown_table([report])
+    assert "| edl | Table 3 | mean JCT | -89.5% (a) | -60.0% (b) | 0.67 | " in table
+    assert "x \\| y" in table  # a pipe in a note does not split the cell
+    assert "edl 12 s" in table
+
+
+def test_readme_block_is_replaced_between_markers(tmp_path):
+    readme = tmp_path / "README.md"
+    readme.write_text(f"# t\n{README_START}\nold\n{README_END}\ntail\n")
+    rewrite_readme(readme, "new table")
+    assert readme.read_text() == f"# t\n{README_START}\nnew table\n{README_END}\ntail\n"
+    readme.write_text("# no markers\n")
+    with pytest.raises(InputError):
+        rewrite_readme(readme, "x")
+
+
+def test_unknown_paper_exits_2_naming_the_known_ones(tmp_path, capsys):
+    assert main(["reproduce", "nope", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "unknown paper 'nope'" in err and "edl" in err and "gandiva" in err
+    assert paper_names("all") == ["edl", "gandiva"]
+
+
+def test_edl_philly_jobs_are_elastic_from_half_to_twice_and_start_at_zero():
+    base = Workload((JobSpec("a", 100.0, 1, 60.0), JobSpec("b", 130.0, 8, 60.0),
+                     JobSpec("c", 160.0, 3, 60.0)))
+    jobs = edl_philly_workload(base, 1, 3, seed=4).jobs
+    assert [(j.submit_time, j.min_workers, j.max_workers) for j in jobs] == [
+        (0.0, 4, 16), (30.0, 2, 6)]  # ⌈0.5·8⌉ = 4, ⌈0.5·3⌉ = 2
+    assert [j.model for j in jobs] == [j.model for j in edl_philly_workload(base, 1, 3, seed=4)
+                                       .jobs]
+    flat = edl_philly_workload(base, 0, 1, elastic=False).jobs[0]
+    assert not flat.elastic and flat.num_gpus == 1
+
+
+def test_gandiva_utilisation_over_the_stable_regime():
+    # 20-200 min window = 10,800 s. A 2-GPU job busy 0-6,600 s overlaps 5,400 s of it.
+    model, util = "vae", 0.087  # Gandiva Table 1: VAE uses 8.7 % of a GPU
+    assert model_info(model).gpu_util == util
+    rows = [{"start": 0.0, "end": 6600.0, "num_gpus": 2, "model": model},
+            {"start": None, "end": None, "num_gpus": 4, "model": model}]
+    assert baseline_utilisation(rows, 4) == pytest.approx(5400 * 2 * util / (4 * 10800))
+    # 90 busy GPU-cores from 1,200 s to 12,000 s, the whole window, on 180 GPUs.
+    log = [(0.0, 0.0), (1200.0, 90.0), (12000.0, 0.0)]
+    assert logged_utilisation(log, 180) == pytest.approx(0.5)
