@@ -622,6 +622,7 @@ class Simulation:
 
     def _reschedule_completion(self, job: JobState) -> None:
         job.last_update = self.clock.now
+        self.state.progress_log.append(job.job_id)
         speed = placement_speed(
             [(self.state.servers[slot.server].speed, slot.gpus) for slot in job.placement],
             self.config.heterogeneous_efficiency,

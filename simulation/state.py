@@ -158,6 +158,9 @@ class ClusterState:
         # Ids of jobs whose GPUs changed (placed, released), in order: lets a policy keep an
         # index over running jobs up to date without rescanning them every round.
         self.allocation_log: list[str] = []
+        # Ids of running jobs whose progress record (remaining work, rate, pause) the engine
+        # reset, in order: with `allocation_log`, what a policy caching remaining work needs.
+        self.progress_log: list[str] = []
         self.jobs: dict[str, JobState] = {}
         self.queue: dict[str, JobState] = {}
         self.queued_gpus = 0  # GPUs the queued jobs ask for

@@ -88,6 +88,17 @@ class JobView:
     # preemptive policies, so they read the record directly instead of via other properties.
 
     @property
+    def progress_line(self) -> tuple[float, float, float] | None:
+        """(left, since, rate) such that `remaining_work` at any later time t is, to the bit,
+        max(0, left - rate * max(0, t - since)), until the job's next progress reset
+        (`ClusterView.progress_resets_since`); None while a stop-free scale-out's old workers
+        train at their own rate (the work is then piecewise)."""
+        job = self._job
+        if job.join_at > job.last_update and job.join_rate > 0:
+            return None
+        return job.remaining_work, max(job.last_update, job.paused_until), job.rate
+
+    @property
     def remaining_work(self) -> float:
         """Seconds of work left, measured at the requested size on the reference GPU."""
         job = self._job
@@ -290,6 +301,12 @@ class ClusterView:
         """Ids of jobs whose GPUs changed (launched, stopped, resized, moved, finished)
         since `mark`, oldest first, and the mark to pass next time (start from 0)."""
         log = self._state.allocation_log
+        return log[mark:], len(log)
+
+    def progress_resets_since(self, mark: int) -> tuple[list[str], int]:
+        """Ids of running jobs whose `JobView.progress_line` changed (launched, resized,
+        moved, share changed) since `mark`, oldest first, and the mark to pass next."""
+        log = self._state.progress_log
         return log[mark:], len(log)
 
     @property

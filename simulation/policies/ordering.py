@@ -6,7 +6,8 @@ Tiresias): choose the highest-priority set of jobs whose GPUs fit the cluster, p
 running jobs outside it, launch the queued jobs inside it. `schedule_by_priority` makes the
 same decisions with work that follows what changed rather than how many jobs run or wait:
 `QueueOrder` keeps the queue sorted, `RunningOrder` the running jobs when their keys change
-only at known times (tests/simulation/test_priority_order_equivalence.py checks both).
+only at known times, `RemainingTimeOrder` evaluates remaining-time keys for all running jobs
+at once (tests/simulation/test_priority_order_equivalence.py checks all three).
 """
 
 from __future__ import annotations
@@ -14,9 +15,11 @@ from __future__ import annotations
 import heapq
 import math
 from bisect import bisect_left, insort
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import accumulate
 from typing import Any
+
+import numpy as np
 
 from simulation.decisions import Decision, Launch, Preempt
 from simulation.model import JobSpec, PoolKind
@@ -383,109 +386,161 @@ class RunningOrder:
         return self._pinned_gpus
 
 
-class ShrinkingRunningOrder:
-    """Running jobs for keys that never grow while a job runs (SRTF's remaining time, SRSF's
-    remaining service): a job's work done only grows, so a key computed earlier bounds its
-    key now from above.
+class RemainingTimeOrder:
+    """Running jobs for keys of the form remaining work × scale × weight (SRTF's remaining
+    time, SRSF's remaining service), every key evaluated each round at once with numpy.
 
-    The greedy walk of `_preempt_in_priority_order` keeps every running job whose key is
-    below the best queued job's whenever their GPUs fit, so it needs the others ("the tail")
-    in order and only the GPU sum of the rest. The jobs of the last tail are re-keyed every
-    round; every other job waits in a max-heap under a key computed earlier (pushed when the
-    engine's allocation log names the job, or when it left the tail), from which the jobs
-    whose key may have reached the threshold are taken and re-keyed. Every tail key is so
-    computed afresh (the order is exactly a fresh sort's), and a round costs the jobs near
-    or above the queue's best key, not every running job.
+    Between two of the engine's progress resets, a running job's remaining work is a line
+    in time (`JobView.progress_line`). The order keeps each preemptible running job's line,
+    scale, weight, GPUs and trace index in arrays, updated from the allocation and progress
+    logs, and evaluates the keys with the float operations of `JobView.remaining_work` and
+    the policy's key, so each equals the policy's key to the bit and the tail it returns is
+    in exactly a fresh sort's order. A job whose work is piecewise (a stop-free scale-out
+    under way) takes the policy's key itself. The greedy walk of `_preempt_in_priority_order`
+    keeps every running job below the best queued job's key whenever their GPUs fit, so only
+    the jobs at or above it (the tail) are sorted and handed over; the rest count by GPUs.
     """
 
-    def __init__(self, key: Callable[[JobView], float]) -> None:
+    def __init__(
+        self,
+        key: Callable[[JobView], float],
+        factors: Callable[[JobView], tuple[float, float]],
+    ) -> None:
+        """`factors(job)` is (scale, weight) with key(job) == remaining_work * scale * weight,
+        multiplied in that order."""
         self._key = key
+        self._factors = factors
         self._reset(None)
 
     def _reset(self, view: ClusterView | None) -> None:
         self._view = view
-        self._mark = 0
-        # (-key, -trace index, stamp, id, job): a max-heap of keys computed earlier
-        self._heap: list[tuple[float, int, int, str, JobView]] = []
-        self._tail: list[tuple[int, str, JobView]] = []  # (stamp, id, job) of the last tail
-        self._stamp: dict[str, int] = {}  # preemptible running job -> its live entry
-        self._gpus: dict[str, int] = {}  # preemptible running job -> GPUs
+        self._allocation_mark = self._progress_mark = 0
+        self._row: dict[str, int] = {}  # preemptible running job -> its row
+        self._ids: list[str] = []  # by row, as the arrays' columns
+        self._lines = np.zeros((5, 64))  # left, since, rate, scale, weight
+        self._ints = np.zeros((2, 64), dtype=np.int64)  # GPUs, trace index
         self._gpus_total = 0
+        self._piecewise: set[str] = set()
         self._pinned: dict[str, int] = {}  # non-preemptible running jobs -> GPUs
         self._pinned_gpus = 0
-        self._seq = 0
 
     def _sync(self, view: ClusterView) -> None:
         if view is not self._view:
             self._reset(view)
-        changed, self._mark = view.allocations_since(self._mark)
+        moved, self._allocation_mark = view.allocations_since(self._allocation_mark)
+        reset, self._progress_mark = view.progress_resets_since(self._progress_mark)
         running = view.running
-        for job_id in dict.fromkeys(changed):
-            self._gpus_total -= self._gpus.pop(job_id, 0)
+        for job_id in dict.fromkeys(moved + reset):
             self._pinned_gpus -= self._pinned.pop(job_id, 0)
-            self._stamp.pop(job_id, None)
             job = running.get(job_id)
-            if job is None:
-                continue
-            if not job.spec.preemptible:
-                self._pinned[job_id] = job.gpus
-                self._pinned_gpus += job.gpus
-                continue
-            self._gpus[job_id] = job.gpus
-            self._gpus_total += job.gpus
-            self._seq += 1
-            self._stamp[job_id] = self._seq
-            heapq.heappush(self._heap,
-                           (-self._key(job), -job.trace_index, self._seq, job_id, job))
+            if job is None or not job.spec.preemptible:
+                self._drop(job_id)
+                if job is not None:
+                    self._pinned[job_id] = job.gpus
+                    self._pinned_gpus += job.gpus
+            else:
+                self._put(job_id, job)
+
+    def _put(self, job_id: str, job: JobView) -> None:
+        row = self._row.get(job_id)
+        if row is None:
+            row = len(self._ids)
+            if row == self._lines.shape[1]:
+                self._lines = np.concatenate([self._lines, np.zeros_like(self._lines)], 1)
+                self._ints = np.concatenate([self._ints, np.zeros_like(self._ints)], 1)
+            self._row[job_id] = row
+            self._ids.append(job_id)
+        else:
+            self._gpus_total -= int(self._ints[0, row])
+        self._gpus_total += job.gpus
+        line = job.progress_line
+        if line is None:
+            self._piecewise.add(job_id)
+            line = (0.0, 0.0, 0.0)
+        else:
+            self._piecewise.discard(job_id)
+        self._lines[:, row] = (*line, *self._factors(job))
+        self._ints[:, row] = (job.gpus, job.trace_index)
+
+    def _drop(self, job_id: str) -> None:
+        row = self._row.pop(job_id, None)
+        if row is None:
+            return
+        self._piecewise.discard(job_id)
+        self._gpus_total -= int(self._ints[0, row])
+        ids = self._ids
+        last = len(ids) - 1
+        if row != last:  # the last row fills the hole
+            self._lines[:, row] = self._lines[:, last]
+            self._ints[:, row] = self._ints[:, last]
+            ids[row] = ids[last]
+            self._row[ids[row]] = row
+        del ids[last]
 
     def tail(
         self, view: ClusterView, threshold: SortKey
-    ) -> tuple[list[SortKey], list[str], list[int], int, int]:
+    ) -> tuple[Sequence[SortKey], list[str], list[int], int, int]:
         """(sort keys, ids, GPUs behind) of the preemptible running jobs whose sort
         key now is at least `threshold`, in order; the GPUs of the preemptible ones below it;
         the GPUs of the non-preemptible ones."""
         self._sync(view)
-        heap, stamps, key = self._heap, self._stamp, self._key
+        count = len(self._ids)
+        left, since, rate, scale, weight = self._lines[:, :count]
+        keys = np.maximum(view.now - since, 0.0)  # as JobView.remaining_work, op for op
+        keys *= rate
+        np.subtract(left, keys, out=keys)
+        np.maximum(keys, 0.0, out=keys)
+        keys *= scale
+        keys *= weight
+        if self._piecewise:
+            running, row = view.running, self._row
+            for job_id in self._piecewise:
+                keys[row[job_id]] = self._key(running[job_id])
         least_key, least_index = threshold
-        fresh = [(key(job), job.trace_index, job_id, stamp, job)
-                 for stamp, job_id, job in self._tail if stamps.get(job_id) == stamp]
-        while heap:
-            top = heap[0]  # an earlier key at or above the threshold: it may still be there
-            if -top[0] < least_key or (-top[0] == least_key and -top[1] < least_index):
-                break
-            _, minus_index, stamp, job_id, job = heapq.heappop(heap)
-            if stamps.get(job_id) == stamp:  # else the job stopped, or was pushed again
-                fresh.append((key(job), -minus_index, job_id, stamp, job))
-        reached = []
-        for entry in fresh:
-            job_key, index = entry[0], entry[1]
-            if job_key > least_key or (job_key == least_key and index > least_index):
-                reached.append(entry)
-            else:
-                heapq.heappush(heap, (-job_key, -index, entry[3], entry[2], entry[4]))
-        if len(heap) > 2 * len(stamps) + 64:  # drop entries of jobs no longer running
-            self._heap = [e for e in heap if stamps.get(e[3]) == e[2]]
-            heapq.heapify(self._heap)
-        reached.sort()
-        self._tail = [(stamp, job_id, job) for _, _, job_id, stamp, job in reached]
-        keys = [(job_key, index) for job_key, index, _, _, _ in reached]
-        ids = [job_id for _, _, job_id, _, _ in reached]
-        behind = [0, *accumulate(map(self._gpus.__getitem__, reversed(ids)))]
-        return keys, ids, behind, self._gpus_total - behind[-1], self._pinned_gpus
+        rows = np.flatnonzero(keys >= least_key)
+        gpus, index = self._ints[:, :count]
+        tail_keys, tail_index = keys[rows], index[rows]
+        order = np.lexsort((tail_index, tail_keys))
+        key_list, index_list = tail_keys[order].tolist(), tail_index[order].tolist()
+        ties = 0  # keys equal to the threshold's reach it only from a later trace index
+        while ties < len(key_list) and key_list[ties] == least_key \
+                and index_list[ties] <= least_index:
+            ties += 1
+        rows = rows[order[ties:]]
+        behind = [0, *np.cumsum(gpus[rows[::-1]]).tolist()]
+        ids = self._ids
+        return (_SortKeys(key_list[ties:], index_list[ties:]), [ids[r] for r in rows.tolist()],
+                behind, self._gpus_total - behind[-1], self._pinned_gpus)
+
+
+class _SortKeys(Sequence[SortKey]):
+    """(key, trace index) pairs made only when read: the greedy walk bisects them."""
+
+    __slots__ = ("_keys", "_index")
+
+    def __init__(self, keys: list[float], index: list[int]) -> None:
+        self._keys = keys
+        self._index = index
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def __getitem__(self, i):  # type: ignore[override]  # the walk reads single items
+        return self._keys[i], self._index[i]
 
 
 def schedule_by_priority(
     view: ClusterView,
     key: Callable[[JobView], Any],
     order: QueueOrder | None = None,
-    running: RunningOrder | ShrinkingRunningOrder | None = None,
+    running: RunningOrder | RemainingTimeOrder | None = None,
 ) -> Iterator[Decision]:
     """A preemptive priority policy: `key` orders jobs, lowest first (ties: trace order).
 
     `order`, when the policy's key of a waiting job is frozen, keeps the queue sorted across
     rounds; `running` keeps the running jobs sorted when their keys change only at known
-    times (`RunningOrder`), or finds those that matter when their keys only shrink
-    (`ShrinkingRunningOrder`). When the whole queue fits in the free GPUs, the global order
+    times (`RunningOrder`), or evaluates them all at once when they are remaining time
+    (`RemainingTimeOrder`). When the whole queue fits in the free GPUs, the global order
     would keep every running job and start every queued one, so the queued jobs are simply
     launched (the common, uncontended case). Otherwise, or when fragmentation defeats a
     placement, the decisions of `preemptive_schedule` over the running jobs merged with the
@@ -517,7 +572,7 @@ def schedule_by_priority(
         running.sync(view)
         keys, ids, behind = running.preemptible()
         pinned = running.pinned_gpus
-    elif isinstance(running, ShrinkingRunningOrder):
+    elif isinstance(running, RemainingTimeOrder):
         first = walk.first_key()
         if first is None:
             return
@@ -564,7 +619,7 @@ def _running_in_order(
 
 def _preempt_in_priority_order(
     view: ClusterView,
-    keys: list[SortKey],
+    keys: Sequence[SortKey],
     ids: list[str],
     behind: list[int],
     pinned_gpus: int,

@@ -8,15 +8,19 @@ from collections.abc import Iterator
 
 from simulation.decisions import Decision
 from simulation.policies.base import Policy, register
-from simulation.policies.ordering import QueueOrder, ShrinkingRunningOrder, schedule_by_priority
+from simulation.policies.ordering import QueueOrder, RemainingTimeOrder, schedule_by_priority
 from simulation.view import ClusterView, JobView
+
+
+def prediction_scale(job: JobView) -> float:
+    """Predicted over actual duration: the remaining work as the scheduler believes it."""
+    spec = job.spec
+    return job.predicted_duration / spec.duration if spec.duration > 0 else 1.0
 
 
 def remaining_seconds(job: JobView) -> float:
     """Predicted remaining running time at the requested size."""
-    spec = job.spec
-    scale = job.predicted_duration / spec.duration if spec.duration > 0 else 1.0
-    return job.remaining_work * scale
+    return job.remaining_work * prediction_scale(job)
 
 
 def srtf_key(job: JobView) -> float:
@@ -25,6 +29,15 @@ def srtf_key(job: JobView) -> float:
 
 def srsf_key(job: JobView) -> float:
     return remaining_seconds(job) * job.spec.num_gpus
+
+
+def srtf_factors(job: JobView) -> tuple[float, float]:
+    """(scale, weight) of `srtf_key` for `RemainingTimeOrder` (x * 1.0 is x, to the bit)."""
+    return prediction_scale(job), 1.0
+
+
+def srsf_factors(job: JobView) -> tuple[float, float]:
+    return prediction_scale(job), float(job.spec.num_gpus)
 
 
 @register
@@ -36,7 +49,7 @@ class ShortestRemainingTime(Policy):
     def __init__(self, **values: object) -> None:
         super().__init__(**values)
         self._order = QueueOrder(srtf_key)
-        self._running = ShrinkingRunningOrder(remaining_seconds)
+        self._running = RemainingTimeOrder(srtf_key, srtf_factors)
 
     def schedule(self, view: ClusterView) -> Iterator[Decision]:
         return schedule_by_priority(view, srtf_key, self._order, self._running)
@@ -51,7 +64,7 @@ class ShortestRemainingService(Policy):
     def __init__(self, **values: object) -> None:
         super().__init__(**values)
         self._order = QueueOrder(srsf_key)
-        self._running = ShrinkingRunningOrder(srsf_key)
+        self._running = RemainingTimeOrder(srsf_key, srsf_factors)
 
     def schedule(self, view: ClusterView) -> Iterator[Decision]:
         return schedule_by_priority(view, srsf_key, self._order, self._running)
