@@ -283,8 +283,8 @@ class RunningOrder:
         self._mark = 0
         self._keys: list[SortKey] = []  # of the preemptible running jobs, sorted
         self._ids: list[str] = []  # their ids, in the same order
+        self._gpus: list[int] = []  # their GPUs, in the same order
         self._entry: dict[str, SortKey] = {}
-        self._gpus: dict[str, int] = {}
         self._pinned: dict[str, int] = {}  # non-preemptible running jobs (not in `_entries`)
         self._pinned_gpus = 0
         self._due: list[tuple[float, int, str]] = []  # (re-key from, stamp, job id)
@@ -345,8 +345,8 @@ class RunningOrder:
         at = bisect_left(self._keys, sort_key)
         self._keys.insert(at, sort_key)
         self._ids.insert(at, job_id)
+        self._gpus.insert(at, job.gpus)
         self._entry[job_id] = sort_key
-        self._gpus[job_id] = job.gpus
         self._behind_valid = min(self._behind_valid, len(self._ids) - at - 1)
         changes_at = self._changes_at(view, job)
         if changes_at < math.inf:
@@ -365,7 +365,7 @@ class RunningOrder:
         at = bisect_left(self._keys, sort_key)
         del self._keys[at]
         del self._ids[at]
-        del self._gpus[job_id]
+        del self._gpus[at]
         self._stamp.pop(job_id, None)
         self._behind_valid = min(self._behind_valid, len(self._ids) - at)
 
@@ -376,8 +376,7 @@ class RunningOrder:
         if valid < len(ids) or len(behind) != len(ids) + 1:
             base = behind[valid]
             del behind[valid:]
-            front = ids[: len(ids) - valid]
-            behind.extend(accumulate(map(self._gpus.__getitem__, reversed(front)), initial=base))
+            behind.extend(accumulate(reversed(self._gpus[: len(ids) - valid]), initial=base))
             self._behind_valid = len(ids)
         return self._keys, ids, behind
 
