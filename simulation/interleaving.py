@@ -517,16 +517,21 @@ def _matched_pairs(bucket: Bucket, groups: list[list[int]], config: GroupingConf
 
 def multi_round_grouping(
     buckets: Sequence[Bucket], config: GroupingConfig, *, excess_gpus: float = math.inf,
-    memo: MatchingMemo | None = None,
+    memo: MatchingMemo | None = None, initial: Sequence[list[list[int]]] | None = None,
 ) -> list[list[list[int]]]:
     """Algorithm 1 over every bucket; per bucket, groups as lists of job indices.
 
     Each round's matched pairs merge in order of falling γ (ties: the better-ranked job
     first) while `excess_gpus` — the GPUs the selected jobs want beyond the cluster — is
     positive; `math.inf` merges every matched pair, as Algorithm 1 reads. `memo` keeps
-    matchings from earlier calls.
+    matchings from earlier calls. `initial` (per bucket, every job in exactly one group,
+    each group in rank order) starts the rounds from groups already formed instead of
+    singletons: they may grow but never split (Muri's sticky regrouping).
     """
-    groups = [[[i] for i in range(len(b.solo))] for b in buckets]
+    if initial is None:
+        groups = [[[i] for i in range(len(b.solo))] for b in buckets]
+    else:
+        groups = [[list(g) for g in bucket_groups] for bucket_groups in initial]
     rounds = max(1, math.ceil(math.log2(max(config.max_group, 2))))
     for _ in range(rounds):
         if excess_gpus <= 0:
