@@ -14,9 +14,9 @@ papers folder, so this module implements the widely used simplification of it:
   requested GPUs on the reference GPU (as if it started now), so its ρ grows with every
   second it waits instead of being infinite for every waiting job alike. Durations are the
   scheduler's *predicted* ones (`JobView.predicted_duration`).
-- **Leases and auction** (`leases=per-job`, default, as Themis §3 describes: a job holds its
-  GPUs for a lease, and only the resources of an expired lease go back to the arbiter for
-  auction). A lease runs `lease` seconds from when its job got its GPUs. When leases expire
+- **Leases and auction**, `leases=per-job` (Themis §3: a job holds its GPUs for a lease, and
+  only the resources of an expired lease go back to the arbiter for auction; not the default,
+  see below). A lease runs `lease` seconds from when its job got its GPUs. When leases expire
   while jobs wait, their GPUs and any free GPU are auctioned among the M jobs that wait or
   whose leases expired: the ``ceil(f·M)`` with the worst ρ (`fairness_fraction` f) win GPUs
   greedily in decreasing ρ (instead of the auction's bids and proportional-fair allocation);
@@ -24,10 +24,13 @@ papers folder, so this module implements the widely used simplification of it:
   drawn from the policy's seeded RNG. An expired job that wins keeps its GPUs with a new
   lease (no restart); one that loses is preempted (a restart, 63 s). A lease that expires
   while nobody waits is won back unopposed. Jobs holding unexpired leases are never touched.
-  `leases=global` (the rule before issue #16, an ablation): leases end together every
-  `lease` seconds on a global clock (t = k·lease) and each lease end re-auctions the whole
-  cluster over all N jobs, preempting every running job outside the winners — 76 restarts
-  per job on muri_trace4.
+  `leases=global` (default, the rule before issue #16): leases end together every `lease`
+  seconds on a global clock (t = k·lease) and each lease end re-auctions the whole cluster
+  over all N jobs, preempting every running job outside the winners. Measured on
+  muri_trace3 (8 × 8, `benchmarks/bench_muri_traces.py`), per-job leases restart jobs more,
+  not less (39.5 restarts per job against 21.5: an expiring job almost always loses its GPUs
+  to a waiting job, whose ρ grows while it waits) and cost 5x the CPU (an auction at every
+  expiry), so the default stays global until the auction weighs what a restart costs.
 - **Between lease ends** (arrivals, completions) nothing is preempted: GPUs that free up go to
   waiting jobs in decreasing ρ (work-conserving, non-preemptive).
 - Ties in ρ go to the earlier submission, then the job id. Non-preemptible running jobs keep
@@ -258,9 +261,9 @@ class Themis(Policy):
               bounds=(1.0, 86_400.0)),
         Param("fairness_fraction", float, 0.8, "f: share of jobs with the worst ρ offered GPUs",
               bounds=(0.01, 1.0)),
-        Param("leases", str, "per-job", "per-job: a lease runs `lease` s from when its job got "
-              "GPUs and only expired leases are re-auctioned (Themis §3); global: every lease "
-              "ends at t = k·lease and the whole cluster is re-auctioned",
+        Param("leases", str, "global", "global: every lease ends at t = k·lease and the whole "
+              "cluster is re-auctioned; per-job: a lease runs `lease` s from when its job got "
+              "GPUs and only expired leases are re-auctioned (Themis §3)",
               choices=("per-job", "global")),
     )
     interval = None  # woken at lease ends; arrivals and completions are events
