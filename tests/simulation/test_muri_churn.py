@@ -79,3 +79,21 @@ def test_restarts_are_charged_to_every_member_of_a_group_that_gains_a_job(restar
     assert rows["j0"]["preemptions"] == restarts
     assert rows["j1"]["preemptions"] == 0  # it joins: a first start, not a restart
     assert rows["j0"]["end"] == pytest.approx(end)
+
+
+def test_sticky_group_splits_once_its_members_fit_alone():
+    # Two GPUs, groups of at most two. t=0: SRSF order e (100 s, no profile), a (1000),
+    # b (1100): e takes a GPU alone, a claims b; three jobs on two GPUs merge {a, b}.
+    # e ends at 100. t=360: the regroup selects a and b, who alone want 2 GPUs = the
+    # cluster, so the group is no longer needed and splits: a keeps its GPU (its group only
+    # lost a member: no restart), b moves to the free GPU (one restart); both run at share 1.
+    jobs = (JobSpec("e", 0.0, 1, 100.0), _job(0, GPU_BOUND, duration=1000.0),
+            _job(1, HALF_GPU, duration=1100.0))
+    sim = Simulation(_cluster(1, 2), Workload(jobs),
+                     create_policy("muri-s", {"max_group_size": 2}),
+                     config=EngineConfig(max_time=360.0))
+    sim.run()
+    a, b = sim.state.jobs["j0"], sim.state.jobs["j1"]
+    assert (a.preemptions, b.preemptions) == (0, 1)
+    assert a.share == b.share == 1.0
+    assert sim.policy._group_of["j0"] != sim.policy._group_of["j1"]
