@@ -376,16 +376,40 @@ def _merge_periods(a: np.ndarray, b: np.ndarray, worst: bool) -> np.ndarray:
 
 
 def _merge_pipeline_periods(a: np.ndarray, b: np.ndarray, worst: bool) -> np.ndarray:
-    """`_merge_periods` under the pipeline model: `a` is (na, p, 3) and `b` (nb, q, 3)."""
+    """`_merge_periods` under the pipeline model: `a` is (na, p, 3) and `b` (nb, q, 3).
+
+    Every ordering is one slice of a leading axis, an empty slot a row of -inf, so the
+    recursion runs once per merge rather than once per ordering (its cost is per call)."""
     p = a.shape[1]
-    best = np.full((a.shape[0], b.shape[0]), -np.inf if worst else np.inf)
-    for slots in _pipeline_orderings(p + b.shape[1]):
-        occupants: list[np.ndarray | None] = [None] * PIPELINE_SLOTS
+    orderings = _pipeline_orderings(p + b.shape[1])
+    shape = (len(orderings), a.shape[0], b.shape[0], PIPELINE_STAGES)
+    occupants = [np.full(shape, -np.inf) for _ in range(PIPELINE_SLOTS)]
+    for index, slots in enumerate(orderings):
         for job, slot in enumerate(slots):
-            occupants[slot] = a[:, job, None, :] if job < p else b[None, :, job - p, :]
-        period = _pipeline_recursion(occupants)
-        best = np.maximum(best, period) if worst else np.minimum(best, period)
-    return best
+            occupants[slot][index] = a[:, job, None, :] if job < p else b[None, :, job - p, :]
+    periods = _pipeline_recursion(occupants)
+    return periods.max(axis=0) if worst else periods.min(axis=0)
+
+
+def _distinct_merge_periods(a: np.ndarray, b: np.ndarray, pipeline: bool, worst: bool
+                            ) -> np.ndarray:
+    """`_merge_periods` (or `_merge_pipeline_periods`) of every group in `a` with every one
+    in `b`, computed once per distinct pair of stage blocks and spread to all pairs.
+
+    Jobs of one model share a profile, so a bucket of hundreds of jobs holds a few dozen
+    distinct groups (44 (GPU count, profile) pairs in muri_trace1's 1,494 jobs): the
+    orderings are enumerated over those, not over every pair (issue #16).
+    """
+    unique_a, of_a = np.unique(a.reshape(len(a), -1), axis=0, return_inverse=True)
+    unique_b, of_b = np.unique(b.reshape(len(b), -1), axis=0, return_inverse=True)
+    unique_a = unique_a.reshape(-1, *a.shape[1:])
+    unique_b = unique_b.reshape(-1, *b.shape[1:])
+    if pipeline:
+        period = _merge_pipeline_periods(unique_a[..., :PIPELINE_STAGES],
+                                         unique_b[..., :PIPELINE_STAGES], worst)
+    else:
+        period = _merge_periods(unique_a, unique_b, worst)
+    return period[np.ix_(of_a.reshape(-1), of_b.reshape(-1))]
 
 
 def _edge_weights(
@@ -410,11 +434,8 @@ def _edge_weights(
                 continue
             a = np.stack([bucket.stages[groups[i]] for i in nodes_a])
             b = np.stack([bucket.stages[groups[i]] for i in nodes_b])
-            if pipeline_a and pipeline_b:
-                period = _merge_pipeline_periods(
-                    a[..., :PIPELINE_STAGES], b[..., :PIPELINE_STAGES], config.worst_ordering)
-            else:
-                period = _merge_periods(a, b, config.worst_ordering)
+            period = _distinct_merge_periods(a, b, pipeline_a and pipeline_b,
+                                             config.worst_ordering)
             ia, ib = np.ix_(nodes_a, nodes_b)
             gamma = (busy[ia] + busy[ib]) / (k * np.maximum(period, 1e-12))
             useful = period * config.overhead_for(p + q) < solo[ia] + solo[ib]
@@ -517,16 +538,21 @@ def _matched_pairs(bucket: Bucket, groups: list[list[int]], config: GroupingConf
 
 def multi_round_grouping(
     buckets: Sequence[Bucket], config: GroupingConfig, *, excess_gpus: float = math.inf,
-    memo: MatchingMemo | None = None,
+    memo: MatchingMemo | None = None, initial: Sequence[list[list[int]]] | None = None,
 ) -> list[list[list[int]]]:
     """Algorithm 1 over every bucket; per bucket, groups as lists of job indices.
 
     Each round's matched pairs merge in order of falling γ (ties: the better-ranked job
     first) while `excess_gpus` — the GPUs the selected jobs want beyond the cluster — is
     positive; `math.inf` merges every matched pair, as Algorithm 1 reads. `memo` keeps
-    matchings from earlier calls.
+    matchings from earlier calls. `initial` (per bucket, every job in exactly one group,
+    each group in rank order) starts the rounds from groups already formed instead of
+    singletons: they may grow but never split (Muri's sticky regrouping).
     """
-    groups = [[[i] for i in range(len(b.solo))] for b in buckets]
+    if initial is None:
+        groups = [[[i] for i in range(len(b.solo))] for b in buckets]
+    else:
+        groups = [[list(g) for g in bucket_groups] for bucket_groups in initial]
     rounds = max(1, math.ceil(math.log2(max(config.max_group, 2))))
     for _ in range(rounds):
         if excess_gpus <= 0:

@@ -17,6 +17,23 @@ Regrouping the whole cluster at every event (as Muri's own simulator does) resta
 constantly here (~118 restarts per job on muri_trace4); waiting for the next six-minute
 round left free GPUs idle for minutes after each arrival.
 
+**Churn** (issue #16). `regroup=sticky` (default): a full regroup starts Blossom from the
+running groups, each cut to its members that are still selected, instead of from single
+jobs, so a group may gain members but does not split while its members stay selected and
+grouping is still needed — a long-running interleaved group keeps running, as it would in
+practice. Under `grouping=demand` only as many formed groups are kept, best-ranked first, as
+cover the GPUs the selected jobs want beyond the cluster; the others split, so jobs run
+alone at full speed once there is room. Measured on muri_trace3 (muri-s, 8 × 8): sticky
+cuts restarts per job from 3.4 to 1.8 but raises mean JCT from 22.1 to 27.8 h, since
+frozen pairs interleave worse than a fresh matching (`benchmarks/README.md`). `regroup=full`
+re-matches every job from scratch each round, as Algorithm 1 reads and as Muri's simulator
+does (the paper's behaviour; the ablation). `restart=group` (default): Muri's executor
+starts a changed group afresh (§5: "terminates old jobs and starts new jobs according to the
+plan") and the authors' simulator charges every member of a group its start-up time
+(Rivendile/Muri@4e69a78 `simulator/run_sim.py:1482-1488`), so every running member of a
+group that a job joins restarts (one preemption and the engine's `restart_overhead` each);
+`restart=moved` restarts only the jobs whose GPUs change.
+
 A full regroup:
 
 1. orders running and queued jobs by priority — SRSF (remaining time × GPUs, `muri-s`) or
@@ -34,8 +51,9 @@ A full regroup:
    that fit alone run alone. `grouping=always` merges every matched pair as Algorithm 1 reads;
 4. keeps the groups that fit in priority order, re-uses the GPUs a group's best-ranked
    running member already holds, places the others best-fit in descending GPU count (§5:
-   "avoids fragmentation"), preempts what no longer runs or moves (a restart, as Muri's
-   executor kills and restarts jobs), launches, and sets each member's share.
+   "avoids fragmentation"), preempts what no longer runs, moves or (see **Churn**) sees a
+   job join its group (a restart, as Muri's executor kills and restarts jobs), launches, and
+   sets each member's share.
 
 **Rates.** Members of a group share one placement and each completes one iteration per group
 iteration, so a member runs at ``share = min(1, solo iteration time / (T_group × o_n))``
@@ -176,6 +194,12 @@ class Muri(Policy):
               bounds=(2, 4_096)),
         Param("sparse_degree", int, 2, "partners per class of similar jobs above the limit",
               bounds=(1, 64)),
+        Param("regroup", str, "sticky", "sticky: a running group's selected members stay "
+              "together (they may gain members); full: regroup every job afresh (Muri's "
+              "simulator)", choices=("sticky", "full")),
+        Param("restart", str, "group", "group: every member of a group that gains a job "
+              "restarts (Muri's executor and simulator); moved: only jobs that change GPUs",
+              choices=("group", "moved")),
     )
     max_group_size: int
     resource_types: int
@@ -186,6 +210,8 @@ class Muri(Policy):
     weight_floor: float
     exact_matching_limit: int
     sparse_degree: int
+    regroup: str
+    restart: str
 
     def __init__(self, **values: object) -> None:
         super().__init__(**values)
@@ -471,29 +497,36 @@ class Muri(Policy):
         pinned = job.status == _RUNNING and not job.spec.preemptible
         return not pinned and self.profile(job) is not None
 
-    def plan_groups(self, view: ClusterView, selected: list[JobView], capacity: int
-                    ) -> list[list[JobView]]:
+    def plan_groups(self, view: ClusterView, selected: list[JobView], capacity: int,
+                    formed: list[list[str]] | None = None) -> list[list[JobView]]:
         """Groups of selected jobs (best-ranked member first), in priority order.
 
         The grouping depends only on which jobs are selected (inside a bucket jobs are
         matched in submit order, so rank changes alone do not regroup them): a round with
         the same selection as an earlier one re-uses its plan, which keeps groups stable
-        between rounds and spares the matching.
+        between rounds and spares the matching. `formed` lists groups of selected jobs that
+        stay together (sticky regrouping): the matching starts from them, and each counts
+        its GPUs once towards the demand.
         """
         by_bucket: dict[BucketKey, list[JobView]] = {}
         for job in sorted(selected, key=lambda j: (j.submit_time, j.job_id)):
             by_bucket.setdefault(bucket_key(job), []).append(job)
         keys = sorted(by_bucket)
         demand = sum(job.spec.num_gpus for job in selected)
+        if formed and self.grouping == "demand":
+            formed = self._still_needed(view, selected, formed, demand - capacity)
+        initial = self._initial_groups(view, by_bucket, keys, formed) if formed else None
+        if initial is not None:
+            demand = sum(key[0] * len(groups) for key, groups in zip(keys, initial, strict=True))
         excess = math.inf if self.grouping == "always" else demand - capacity
         cache_key = (excess, tuple(
             (key, tuple((j.job_id, self._groupable(j)) for j in by_bucket[key])) for key in keys
-        ))
+        ), None if initial is None else tuple(tuple(map(tuple, g)) for g in initial))
         grouped = self._plans.get(cache_key)
         if grouped is None:
             grouped = multi_round_grouping(
                 [self._bucket(key, by_bucket[key]) for key in keys], self.config,
-                excess_gpus=excess, memo=self._memo,
+                excess_gpus=excess, memo=self._memo, initial=initial,
             )
             if len(self._plans) >= 256:
                 self._plans.clear()
@@ -506,6 +539,39 @@ class Muri(Policy):
         ]
         groups.sort(key=lambda g: rank[g[0].job_id])
         return groups
+
+    @staticmethod
+    def _still_needed(view: ClusterView, selected: list[JobView], formed: list[list[str]],
+                      excess: int) -> list[list[str]]:
+        """The formed groups worth keeping while the selected jobs, alone, want `excess` GPUs
+        more than the cluster has: best-ranked first, until their merges cover the excess.
+        The others split, so jobs run alone (unslowed) once there is room again."""
+        rank = {job.job_id: i for i, job in enumerate(selected)}
+        kept = []
+        for group in sorted(formed, key=lambda g: min(rank[j] for j in g)):
+            if excess <= 0:
+                break
+            kept.append(group)
+            excess -= (len(group) - 1) * view.job(group[0]).spec.num_gpus
+        return kept
+
+    @staticmethod
+    def _initial_groups(view: ClusterView, by_bucket: dict[BucketKey, list[JobView]],
+                        keys: list[BucketKey], formed: list[list[str]]
+                        ) -> list[list[list[int]]]:
+        """Per bucket, the `formed` groups and every other job alone, as indices into
+        `by_bucket` (a group's members share its bucket: only such jobs are ever grouped)."""
+        index = {job.job_id: i for jobs in by_bucket.values() for i, job in enumerate(jobs)}
+        together: dict[BucketKey, list[list[int]]] = {key: [] for key in keys}
+        in_group: set[str] = set()
+        for job_ids in formed:
+            together[bucket_key(view.job(job_ids[0]))].append(sorted(index[j] for j in job_ids))
+            in_group.update(job_ids)
+        for key in keys:
+            together[key].extend([i] for i, job in enumerate(by_bucket[key])
+                                 if job.job_id not in in_group)
+            together[key].sort()
+        return [together[key] for key in keys]
 
     def _bucket(self, key: BucketKey, jobs: list[JobView]) -> Bucket:
         rows = []
@@ -529,7 +595,9 @@ class Muri(Policy):
     def _regroup(self, view: ClusterView) -> Iterator[Decision]:
         """A full regroup: steps 1–4 over running and queued jobs; may preempt and move."""
         capacity = training_capacity(view)
-        kept = self._fitting_groups(view, self._selected(view, True, capacity), capacity)
+        selected = self._selected(view, True, capacity)
+        formed = self._formed_groups(view, selected) if self.regroup == "sticky" else None
+        kept = self._fitting_groups(view, selected, capacity, formed)
         claimed: dict[int, tuple[Placement, int]] = {}
         taken: set[tuple[Placement, int]] = set()
         for index, group in enumerate(kept):
@@ -543,16 +611,37 @@ class Muri(Policy):
         free = physical_free(view, [placement for placement, _ in claimed.values()])
         self._place(view, kept, claimed, free)
         target = self._targets(kept, claimed)
-        if any(target.get(job_id, (None,))[0] != slot
-               for job_id, slot in self._group_key.items()):
+        gaining = self._gaining_slots(target) if self.restart == "group" else set()
+        if gaining or any(target.get(job_id, (None,))[0] != slot
+                          for job_id, slot in self._group_key.items()):
             for slot, job_ids in self._groups_in_use(view).items():
                 for job_id in job_ids:
                     goal = target.get(job_id)
-                    if goal is None or goal[0] != slot:
+                    if goal is None or goal[0] != slot or slot in gaining:
                         if view.job(job_id).spec.preemptible:
                             self._group_of.pop(job_id, None)
                             yield Preempt(job_id)
         yield from self._start(view, target)
+
+    def _formed_groups(self, view: ClusterView, selected: list[JobView]) -> list[list[str]]:
+        """The selected members of each running group of two or more: sticky regrouping
+        keeps them together, as a long-running interleaved group keeps running in practice
+        (Muri §5 regroups every six minutes to limit restarts)."""
+        chosen = {job.job_id for job in selected}
+        formed = []
+        for job_ids in self._groups_in_use(view).values():
+            members = [job_id for job_id in job_ids if job_id in chosen]
+            if len(members) > 1:
+                formed.append(members)
+        return formed
+
+    def _gaining_slots(self, target: dict[str, tuple[tuple[Placement, int], float]]
+                       ) -> set[tuple[Placement, int]]:
+        """Running groups (placement, token) that a job not running in them joins: Muri's
+        executor starts a changed group afresh, so every member restarts (the authors'
+        simulator charges every member of a group its start-up time, `run_sim.py`)."""
+        return {slot for job_id, (slot, _) in target.items()
+                if self._group_key.get(job_id) != slot and slot in self._members}
 
     def _launch_on_free_gpus(self, view: ClusterView) -> Iterator[Decision]:
         """An event round: steps 1–4 over queued jobs on the GPUs no group holds."""
@@ -566,11 +655,11 @@ class Muri(Policy):
             self._free.taken(placement)
         yield from self._start(view, self._targets(kept, claimed))
 
-    def _fitting_groups(self, view: ClusterView, selected: list[JobView], capacity: int
-                        ) -> list[list[JobView]]:
-        """Step 3 over the selected jobs and the groups that fit `capacity` GPUs, in
-        priority order."""
-        groups = self.plan_groups(view, selected, capacity)
+    def _fitting_groups(self, view: ClusterView, selected: list[JobView], capacity: int,
+                        formed: list[list[str]] | None = None) -> list[list[JobView]]:
+        """Step 3 over the selected jobs (starting from the `formed` groups) and the groups
+        that fit `capacity` GPUs, in priority order."""
+        groups = self.plan_groups(view, selected, capacity, formed)
         kept: list[list[JobView]] = []
         budget = capacity
         for group in groups:

@@ -14,14 +14,23 @@ papers folder, so this module implements the widely used simplification of it:
   requested GPUs on the reference GPU (as if it started now), so its ρ grows with every
   second it waits instead of being infinite for every waiting job alike. Durations are the
   scheduler's *predicted* ones (`JobView.predicted_duration`).
-- **Leases and auction.** Leases end together, every `lease` seconds on a global clock
-  (t = k·lease); a job started between two ends holds its lease until the next end. At a
-  lease end the ``ceil(f·N)`` jobs with the worst ρ are offered the cluster (`fairness_fraction`
-  f) and win GPUs greedily in decreasing ρ (instead of the auction's bids and
-  proportional-fair allocation). What they leave — Themis' *leftover allocation* — goes to the
-  other jobs in a random order drawn from the policy's seeded RNG, so f matters and runs stay
-  reproducible. Running jobs outside the winning set are preempted (a restart, 63 s); the
-  winners that wait are placed best-fit.
+- **Leases and auction**, `leases=per-job` (Themis §3: a job holds its GPUs for a lease, and
+  only the resources of an expired lease go back to the arbiter for auction; not the default,
+  see below). A lease runs `lease` seconds from when its job got its GPUs. When leases expire
+  while jobs wait, their GPUs and any free GPU are auctioned among the M jobs that wait or
+  whose leases expired: the ``ceil(f·M)`` with the worst ρ (`fairness_fraction` f) win GPUs
+  greedily in decreasing ρ (instead of the auction's bids and proportional-fair allocation);
+  what they leave — Themis' *leftover allocation* — goes to the others in a random order
+  drawn from the policy's seeded RNG. An expired job that wins keeps its GPUs with a new
+  lease (no restart); one that loses is preempted (a restart, 63 s). A lease that expires
+  while nobody waits is won back unopposed. Jobs holding unexpired leases are never touched.
+  `leases=global` (default, the rule before issue #16): leases end together every `lease`
+  seconds on a global clock (t = k·lease) and each lease end re-auctions the whole cluster
+  over all N jobs, preempting every running job outside the winners. Measured on
+  muri_trace3 (8 × 8, `benchmarks/bench_muri_traces.py`), per-job leases restart jobs more,
+  not less (39.5 restarts per job against 21.5: an expiring job almost always loses its GPUs
+  to a waiting job, whose ρ grows while it waits) and cost 5x the CPU (an auction at every
+  expiry), so the default stays global until the auction weighs what a restart costs.
 - **Between lease ends** (arrivals, completions) nothing is preempted: GPUs that free up go to
   waiting jobs in decreasing ρ (work-conserving, non-preemptive).
 - Ties in ρ go to the earlier submission, then the job id. Non-preemptible running jobs keep
@@ -33,8 +42,9 @@ and allocation logs), and a round computes ρ from them with the same float oper
 `finish_time_fairness`: in numpy, or in Python when few jobs wait; only a running job's
 remaining work is read per job, at lease ends. Between lease ends only the waiting jobs that
 fit the free GPUs are ranked; at lease ends the order is made piece by piece, since the walk
-(`greedy_keep`, `preemptive_schedule`'s in a few numpy steps) usually ends early. Equal ρ are
-ordered by submission and job id exactly as the definition.
+(`greedy_keep`, `preemptive_schedule`'s in a few numpy steps) usually ends early; a
+per-job auction ranks the waiting jobs the same way. Equal ρ are ordered by submission and
+job id exactly as the definition.
 """
 
 from __future__ import annotations
@@ -45,7 +55,7 @@ from operator import attrgetter, itemgetter
 
 import numpy as np
 
-from simulation.decisions import Decision, Preempt
+from simulation.decisions import Decision, Launch, Preempt
 from simulation.policies.base import Param, Policy, register
 from simulation.policies.ordering import launch_in_order, place_requested, training_capacity
 from simulation.policies.srtf import remaining_seconds
@@ -251,14 +261,21 @@ class Themis(Policy):
               bounds=(1.0, 86_400.0)),
         Param("fairness_fraction", float, 0.8, "f: share of jobs with the worst ρ offered GPUs",
               bounds=(0.01, 1.0)),
+        Param("leases", str, "global", "global: every lease ends at t = k·lease and the whole "
+              "cluster is re-auctioned; per-job: a lease runs `lease` s from when its job got "
+              "GPUs and only expired leases are re-auctioned (Themis §3)",
+              choices=("per-job", "global")),
     )
     interval = None  # woken at lease ends; arrivals and completions are events
     lease: float
     fairness_fraction: float
+    leases: str
 
     def __init__(self, **values: object) -> None:
         super().__init__(**values)
         self._contenders = Contenders()
+        self._expiry: dict[str, float] = {}  # running job -> when its lease expires (per-job)
+        self._lease_view: ClusterView | None = None
 
     def at_lease_end(self, now: float) -> bool:
         boundary = round(now / self.lease) * self.lease
@@ -267,20 +284,62 @@ class Themis(Policy):
     def next_wakeup(self, view: ClusterView) -> float | None:
         if not view.queue:
             return None  # with nobody waiting a lease end would keep every job as it is
+        if self.leases == "per-job":
+            self._sync_leases(view)
+            return min(self._expiry.values(), default=None)
         return (math.floor(view.now / self.lease + _LEASE_TOLERANCE) + 1) * self.lease
+
+    def _sync_leases(self, view: ClusterView) -> None:
+        """Forget the leases of jobs no longer running; a running job the policy did not
+        launch (a new run or snapshot) holds a lease from the moment it is first seen. A
+        lease that expired while nobody waited was won back unopposed: it runs on from its
+        last expiry, one lease at a time."""
+        if view is not self._lease_view:
+            self._lease_view, self._expiry = view, {}
+        now, running = view.now, view.running
+        if len(self._expiry) != len(running) or any(j not in running for j in self._expiry):
+            self._expiry = {job_id: self._expiry.get(job_id, now + self.lease)
+                            for job_id in running}
+        past = now - _LEASE_TOLERANCE * max(1.0, now)
+        for job_id, end in self._expiry.items():
+            if end < past:
+                self._expiry[job_id] = end + math.ceil((now - end) / self.lease) * self.lease
+
+    def _granting(self, view: ClusterView, decisions: Iterable[Decision]
+                  ) -> Iterator[Decision]:
+        """`decisions`, starting a lease for each job launched."""
+        for decision in decisions:
+            if isinstance(decision, Launch):
+                self._expiry[decision.job_id] = view.now + self.lease
+            yield decision
 
     def schedule(self, view: ClusterView) -> Iterator[Decision]:
         if not view.queue:
             return
         self._contenders.sync(view)
+        if self.leases == "per-job":
+            self._sync_leases(view)
+            horizon = view.now + _LEASE_TOLERANCE * max(1.0, view.now)
+            expired = [job_id for job_id, end in self._expiry.items() if end <= horizon]
+            if expired:
+                yield from self._granting(view, self._expired_auction(view, expired))
+            yield from self._granting(view, self._work_conserving(view))
+            return
         if self.at_lease_end(view.now):
             yield from self._lease_end(view)
             return
+        yield from self._work_conserving(view)
+
+    def _work_conserving(self, view: ClusterView) -> Iterator[Decision]:
+        """Between lease ends: waiting jobs take free GPUs in decreasing ρ, nobody is
+        preempted."""
+        if not view.queue:
+            return
+        self._contenders.sync(view)  # an auction in this round may have started or stopped jobs
         free = sum(view.free_gpus(pool.name) for pool in view.spec.pools)
         smallest = view.smallest_queued_gpus()
         if free <= 0 or free < smallest:
             return  # no waiting job fits
-        # Between lease ends: waiting jobs in decreasing ρ take free GPUs, nobody is preempted.
         # A job asking more than is free now cannot start this round, so it is not ranked.
         if len(view.queue) <= _FEW_WAITING:
             ordered: Iterable[JobView] = self._few_in_order(view, free)
@@ -320,6 +379,74 @@ class Themis(Policy):
     def _share_gpus(view: ClusterView) -> float:
         """G/N: the GPUs of a job's equal share of the cluster (`finish_time_fairness`)."""
         return training_capacity(view) / max(1, len(view.running) + len(view.queue))
+
+    def _expired_auction(self, view: ClusterView, expired: list[str]) -> Iterator[Decision]:
+        """Themis §3 with per-job leases: the GPUs of expired leases (and any free GPU) go to
+        auction among the waiting jobs and the jobs whose leases expired. The ⌈f·M⌉ worst-ρ
+        of these M jobs win greedily in decreasing ρ, the leftover goes to the others in
+        seeded random order; an expired job that wins keeps its GPUs with a new lease (no
+        restart), one that loses is preempted. Jobs holding unexpired leases are not touched.
+        """
+        now, running = view.now, view.running
+        offered: list[JobView] = []
+        for job_id in expired:
+            job = running[job_id]
+            if job.spec.preemptible:
+                offered.append(job)
+            else:
+                self._expiry[job_id] = now + self.lease  # a pinned job keeps its GPUs
+        if not offered:
+            return
+        rows = self._contenders.rows
+        waiting = np.flatnonzero(rows.column(RUNNING) == 0)
+        submit = rows.column(SUBMIT)[waiting]
+        gpus = rows.column(GPUS)[waiting]
+        capacity = training_capacity(view)
+        rho = fairness(now, submit, rows.column(LEFT)[waiting], rows.column(DURATION)[waiting],
+                       gpus, self._share_gpus(view))
+        contenders = len(running) + len(view.queue)
+        rho = np.concatenate([rho, [finish_time_fairness(view, job, contenders, capacity)
+                                    for job in offered]])
+        submit = np.concatenate([submit, [job.submit_time for job in offered]])
+        need = np.concatenate([gpus, [job.gpus for job in offered]]).astype(np.int64)
+        first = len(waiting)
+        ids, views = rows.ids, rows.views
+
+        def job_id(i: int) -> str:
+            return ids[waiting[i]] if i < first else offered[i - first].job_id
+
+        budget = (sum(view.free_gpus(pool.name) for pool in view.spec.pools)
+                  + sum(job.gpus for job in offered))
+        winners = auction_participants(len(rho), self.fairness_fraction)
+        kept_parts: list[np.ndarray] = []
+        walked = 0
+        pieces = worst_first_in_pieces(rho, submit, job_id, budget + 16)
+        for piece in pieces:
+            shuffled = walked + len(piece) > winners
+            if shuffled:  # the walk reaches the leftover: order it all, at random
+                leftover = [*piece[winners - walked:].tolist(),
+                            *(i for rest in pieces for i in rest.tolist())]
+                self.rng.shuffle(leftover)
+                piece = np.concatenate([piece[:winners - walked],
+                                        np.array(leftover, dtype=np.intp)])
+            kept, budget = greedy_keep(need[piece], budget)
+            kept_parts.append(piece[kept])
+            walked += len(piece)
+            if budget <= 0 or shuffled:
+                break
+        won = np.concatenate(kept_parts).tolist()
+        kept_offered = {i - first for i in won if i >= first}
+        for index, job in enumerate(offered):
+            if index in kept_offered:
+                self._expiry[job.job_id] = now + self.lease
+            else:
+                del self._expiry[job.job_id]
+                yield Preempt(job.job_id)
+        for i in won:
+            if i < first:
+                launch = place_requested(view, views[waiting[i]])
+                if launch is not None:
+                    yield launch
 
     def _lease_end(self, view: ClusterView) -> Iterator[Decision]:
         """The auction: the ⌈f·N⌉ worst-ρ jobs first, the rest in seeded random order, and

@@ -34,17 +34,20 @@ def _run(jobs: Workload, policy: str, params: dict | None = None,
 # -- Themis ---------------------------------------------------------------------------------
 
 
-def test_themis_gives_the_gpu_to_the_worst_rho_at_lease_ends():
+@pytest.mark.parametrize(("leases", "a_ends"), [("global", 1600.0), ("per-job", 1800.0)])
+def test_themis_gives_the_gpu_to_the_worst_rho_at_lease_ends(leases, a_ends):
     # One GPU, leases of 600 s. A runs from 0; B (3000 s) and C (200 s) arrive at 100 and wait:
     # arrivals never preempt. At 600 (N=3, T_id = 3·d): A 1000/3000 = .33, B 3500/9000 = .39,
     # C 700/600 = 1.17 -> C takes the GPU until 800. At 800 (N=2, T_id = 2·d) the free GPU goes
     # to the worse waiting job: A (800+400)/2000 = .60 < B (700+3000)/6000 = .617 -> B.
-    # At 1200: A (1200+400)/2000 = .80 > B (1200+2600)/6000 = .63 -> A back until 1600, B ends
-    # at 1600 + 2600.
+    # global (every lease ends at k·600): at 1200 A (1200+400)/2000 = .80 > B (1200+2600)/6000
+    # = .63 -> A back until 1600, B ends at 1600 + 2600.
+    # per-job: B's lease runs from 800 to 1400, so A waits for it: at 1400 A (1400+400)/2000
+    # = .90 > B (1300+2400)/6000 = .62 -> A runs 1400-1800, B ends at 1800 + 2400.
     jobs = workload(JobSpec("A", 0.0, 1, 1000.0), JobSpec("B", 100.0, 1, 3000.0),
                     JobSpec("C", 100.0, 1, 200.0))
-    result = _run(jobs, "themis", {"fairness_fraction": 1.0})
-    assert _ends(result) == pytest.approx({"C": 800.0, "A": 1600.0, "B": 4200.0})
+    result = _run(jobs, "themis", {"fairness_fraction": 1.0, "leases": leases})
+    assert _ends(result) == pytest.approx({"C": 800.0, "A": a_ends, "B": 4200.0})
     assert {row["job_id"]: row["preemptions"] for row in result.jobs} == {"A": 1, "B": 1, "C": 0}
 
 

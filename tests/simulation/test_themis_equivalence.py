@@ -94,7 +94,7 @@ def outcome(policy: Themis, jobs: list[JobSpec], restart: float) -> list[tuple]:
 @pytest.mark.parametrize("few", [0, 10, 1000])  # waiting jobs ranked in Python, not numpy
 def test_themis_equals_its_definition(seed, lease, fraction, restart, gap, few, monkeypatch):
     monkeypatch.setattr(themis, "_FEW_WAITING", few)
-    params = {"lease": lease, "fairness_fraction": fraction}
+    params = {"lease": lease, "fairness_fraction": fraction, "leases": "global"}
     jobs = random_jobs(seed, 120 if gap < 100 else 70, gap)
     fast = outcome(create_policy("themis", params, seed=seed), jobs, restart)
     reference = ThemisByDefinition(rng=random.Random(f"themis:{seed}"), **params)
