@@ -17,22 +17,24 @@ Regrouping the whole cluster at every event (as Muri's own simulator does) resta
 constantly here (~118 restarts per job on muri_trace4); waiting for the next six-minute
 round left free GPUs idle for minutes after each arrival.
 
-**Churn** (issue #16). `regroup=sticky` (default): a full regroup starts Blossom from the
+**Churn** (issue #16). `regroup=full` (default, the paper's behaviour): every full regroup
+re-matches every job from scratch, as Algorithm 1 reads and as Muri's simulator does.
+`regroup=sticky` (an option, not the paper's): a full regroup starts Blossom from the
 running groups, each cut to its members that are still selected, instead of from single
 jobs, so a group may gain members but does not split while its members stay selected and
 grouping is still needed — a long-running interleaved group keeps running, as it would in
 practice. Under `grouping=demand` only as many formed groups are kept, best-ranked first, as
 cover the GPUs the selected jobs want beyond the cluster; the others split, so jobs run
 alone at full speed once there is room. Measured on muri_trace3 (muri-s, 8 × 8): sticky
-cuts restarts per job from 3.4 to 1.8 but raises mean JCT from 22.1 to 27.8 h, since
-frozen pairs interleave worse than a fresh matching (`benchmarks/README.md`). `regroup=full`
-re-matches every job from scratch each round, as Algorithm 1 reads and as Muri's simulator
-does (the paper's behaviour; the ablation). `restart=group` (default): Muri's executor
-starts a changed group afresh (§5: "terminates old jobs and starts new jobs according to the
-plan") and the authors' simulator charges every member of a group its start-up time
-(Rivendile/Muri@4e69a78 `simulator/run_sim.py:1482-1488`), so every running member of a
-group that a job joins restarts (one preemption and the engine's `restart_overhead` each);
-`restart=moved` restarts only the jobs whose GPUs change.
+cuts restarts per job from 6.4 to 1.8 but raises mean JCT from 22.2 to 27.8 h, since
+frozen pairs interleave worse than a fresh matching (`benchmarks/README.md`); a comparison
+of policies keeps each paper's own rule, so `full` stays the default.
+`restart=group` (default): Muri's executor starts a changed group afresh (§5: "terminates
+old jobs and starts new jobs according to the plan") and the authors' simulator charges
+every member of a group its start-up time (Rivendile/Muri@4e69a78
+`simulator/run_sim.py:1482-1488`), so every running member of a group that a job joins
+restarts (one preemption and the engine's `restart_overhead` each); `restart=moved`
+restarts only the jobs whose GPUs change.
 
 A full regroup:
 
@@ -194,9 +196,9 @@ class Muri(Policy):
               bounds=(2, 4_096)),
         Param("sparse_degree", int, 2, "partners per class of similar jobs above the limit",
               bounds=(1, 64)),
-        Param("regroup", str, "sticky", "sticky: a running group's selected members stay "
-              "together (they may gain members); full: regroup every job afresh (Muri's "
-              "simulator)", choices=("sticky", "full")),
+        Param("regroup", str, "full", "full: regroup every job afresh (the paper and Muri's "
+              "simulator); sticky: a running group's selected members stay together (they "
+              "may gain members)", choices=("full", "sticky")),
         Param("restart", str, "group", "group: every member of a group that gains a job "
               "restarts (Muri's executor and simulator); moved: only jobs that change GPUs",
               choices=("group", "moved")),

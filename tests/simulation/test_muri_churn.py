@@ -40,7 +40,7 @@ def test_sticky_group_whose_members_are_all_selected_keeps_running():
     # Sticky: {a, b} is a formed group of selected jobs and counts one GPU; with c alone the
     # demand is 2 GPUs = the cluster, so nothing merges: {a, b} keeps its GPU, unrestarted,
     # and c starts alone on the GPU e held.
-    sim = _first_regroups()
+    sim = _first_regroups(regroup="sticky")
     jobs, group_of = sim.state.jobs, sim.policy._group_of
     a, b, c, e = jobs["j0"], jobs["j1"], jobs["j2"], jobs["e"]
     assert (a.preemptions, b.preemptions, e.preemptions) == (0, 0, 1)
@@ -49,10 +49,10 @@ def test_sticky_group_whose_members_are_all_selected_keeps_running():
 
 
 def test_full_regroup_rematches_from_scratch():
-    # The ablation (`regroup=full`, Muri's simulator): a, b and c start as singletons and
+    # The default (`regroup=full`, the paper, Muri's simulator): a, b, c start alone and
     # Blossom takes the heaviest edge, a–c (γ .50 > .45 > .34). `a` keeps its GPU and c joins
     # it; b moves to e's GPU (a restart). With `restart=group` a restarts too (c joined it).
-    sim = _first_regroups(regroup="full")
+    sim = _first_regroups()
     jobs, group_of = sim.state.jobs, sim.policy._group_of
     assert group_of["j0"] == group_of["j2"] != group_of["j1"]
     assert {job_id: jobs[job_id].preemptions for job_id in ("j0", "j1", "j2", "e")} == {
@@ -90,7 +90,7 @@ def test_sticky_group_splits_once_its_members_fit_alone():
     jobs = (JobSpec("e", 0.0, 1, 100.0), _job(0, GPU_BOUND, duration=1000.0),
             _job(1, HALF_GPU, duration=1100.0))
     sim = Simulation(_cluster(1, 2), Workload(jobs),
-                     create_policy("muri-s", {"max_group_size": 2}),
+                     create_policy("muri-s", {"max_group_size": 2, "regroup": "sticky"}),
                      config=EngineConfig(max_time=360.0))
     sim.run()
     a, b = sim.state.jobs["j0"], sim.state.jobs["j1"]
