@@ -54,12 +54,10 @@ floating-point sums (tests/simulation/test_gandiva_indexes.py).
 from __future__ import annotations
 
 import math
-import operator
 from bisect import bisect_left, bisect_right, insort
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from functools import reduce
 
 from simulation.decisions import Decision, Launch, Migrate, Placement, Resize, SetShare, Slot
 from simulation.dlt_models import model_info
@@ -139,6 +137,37 @@ class ServerTally:
     def need(self) -> int | None:
         """The fewest GPUs of a job defragmentation may move off (None: none)."""
         return min(self.movable) if self.movable else None
+
+
+_EXACT_SCALE = 1 << 1074  # 2**-1074 is the smallest float step: every float is a multiple
+
+
+class ExactSum:
+    """A running sum of floats kept exactly, as an integer count of 2**-1074.
+
+    Adding or removing one term costs the same however many there are, and `value` is the
+    correctly rounded sum whatever the order the terms came in: the busy GPU-cores of a round
+    follow the jobs whose share changed instead of re-adding every running job's part."""
+
+    __slots__ = ("_units",)
+
+    def __init__(self) -> None:
+        self._units = 0
+
+    @staticmethod
+    def _scaled(x: float) -> int:
+        numerator, denominator = x.as_integer_ratio()  # denominator: a power of two
+        return numerator << (1075 - denominator.bit_length())
+
+    def add(self, x: float) -> None:
+        self._units += self._scaled(x)
+
+    def remove(self, x: float) -> None:
+        self._units -= self._scaled(x)
+
+    @property
+    def value(self) -> float:
+        return self._units / _EXACT_SCALE
 
 
 def packing_capacity(models: list[str]) -> float:
@@ -318,6 +347,7 @@ class Gandiva(Policy):
         self._affinity_count: Counter[tuple[str, int]] = Counter()  # (pool, GPUs) -> servers
         self._affinity_servers: dict[int, set[str]] = {}  # GPUs -> servers of that affinity
         self._packs: dict[int, Pack] = {}
+        self._trials: set[int] = set()  # packs on trial (not kept): all a review looks at
         self._pack_of: dict[str, int] = {}  # job -> the pack it counts in (one of them)
         self._packs_with: dict[str, set[int]] = {}  # job -> every pack listing it
         self._next_pack = 0
@@ -350,9 +380,8 @@ class Gandiva(Policy):
         self._model_of: dict[str, str] = {}
         self._gpu_util: dict[str, float] = {}
         self._anywhere: set[str] = set()  # jobs whose model is locality-insensitive
-        self._busy_part: dict[str, float] = {}  # job -> busy GPU-cores, in running order
-        self._busy = 0.0
-        self._busy_stale = False
+        self._busy_part: dict[str, float] = {}  # job -> busy GPU-cores
+        self._busy = ExactSum()  # of `_busy_part`
         self._spread: set[str] = set()  # more than one slot
         self._grown: set[str] = set()  # more GPUs than asked for
         self._pack_candidates: list[tuple[float, str]] = []  # (GPU utilisation, job), sorted
@@ -437,10 +466,9 @@ class Gandiva(Policy):
         if not placement:  # finished or preempted
             if old is not None:
                 self._departed = True
-                del self._rank[job_id], self._model_of[job_id], self._busy_part[job_id]
-                del self._gpu_util[job_id]
+                self._busy.remove(self._busy_part.pop(job_id))
+                del self._rank[job_id], self._model_of[job_id], self._gpu_util[job_id]
                 self._anywhere.discard(job_id)
-                self._busy_stale = True
             self._spread.discard(job_id)
             self._grown.discard(job_id)
             self._set_pack_candidate(job_id, None)
@@ -507,6 +535,7 @@ class Gandiva(Policy):
 
     def _dissolve(self, view: ClusterView, pid: int) -> None:
         pack = self._packs.pop(pid)
+        self._trials.discard(pid)
         for job_id in pack.members:
             self._point(job_id, None, view)
             self._unlist(job_id, pid)
@@ -636,9 +665,9 @@ class Gandiva(Policy):
 
     def _set_shares(self, view: ClusterView) -> Iterator[Decision]:
         """Shares of the jobs on servers that changed (no other job's share can have), in
-        the engine's running order; busy GPU-cores summed over all jobs in that order."""
-        if not self._touched_shares and not self._busy_stale:
-            self.utilisation_log.append((view.now, self._busy))  # nothing changed
+        the engine's running order; their busy GPU-cores replace their old ones in the sum."""
+        if not self._touched_shares:
+            self.utilisation_log.append((view.now, self._busy.value))  # no share changed
             return
         touched, self._touched_shares = self._touched_shares, set()
         jobs: set[str] = set()
@@ -646,8 +675,9 @@ class Gandiva(Policy):
             jobs.update(view.servers[sid].jobs)
         time_share: dict[str, float] = {}  # per server: the same for all its jobs
         plain_share: dict[str, float] = {}  # per server: the share of a plain job there
-        busy_part, gpu_util, pack_of, anywhere, where = (
-            self._busy_part, self._gpu_util, self._pack_of, self._anywhere, self._where)
+        busy, busy_part, gpu_util, pack_of, anywhere, where = (
+            self._busy, self._busy_part, self._gpu_util, self._pack_of, self._anywhere,
+            self._where)
         for job_id in sorted(jobs, key=self._rank.__getitem__):
             job = view.job(job_id)
             servers = where[job_id]
@@ -665,13 +695,13 @@ class Gandiva(Policy):
                 share = min(time_share[sid] for sid in servers)
                 share *= self._pack_factor(job_id) * self._locality(view, job)
                 share = min(1.0, max(share, 1e-6))
-            busy_part[job_id] = job.gpus * share * gpu_util[job_id]
+            part = job.gpus * share * gpu_util[job_id]
+            busy.remove(busy_part[job_id])
+            busy.add(part)
+            busy_part[job_id] = part
             if abs(share - job.share) > 1e-12:
                 yield SetShare(job_id, share)
-        if jobs or self._busy_stale:
-            self._busy = reduce(operator.add, self._busy_part.values(), 0.0)  # in order
-            self._busy_stale = False
-        self.utilisation_log.append((view.now, self._busy))
+        self.utilisation_log.append((view.now, busy.value))
         if not touched:
             return
         rate = 0.0
@@ -1057,10 +1087,8 @@ class Gandiva(Policy):
 
     def _review_packs(self, view: ClusterView) -> None:
         """Keep a trial packing that beats time-slicing (one GPU's worth), else undo it."""
-        for pid in sorted(self._packs):
+        for pid in sorted(self._trials):
             pack = self._packs[pid]
-            if pack.kept:
-                continue
             shares = {j: self._time_share(view, pack.server) for j in pack.members}
             if shares != pack.shares or set(pack.snapshot) != set(pack.members):
                 self._start_trial(view, pack)  # the server's load changed: measure afresh
@@ -1076,6 +1104,7 @@ class Gandiva(Policy):
                 measured += done / (elapsed * solo) if solo > 0 else 0.0
             if measured > 1.0 + 1e-9:
                 pack.kept = True
+                self._trials.discard(pid)
                 self.counters["packings_kept"] += 1
             else:
                 self._failed_combos.add(self._combo(pack.members))
@@ -1133,10 +1162,12 @@ class Gandiva(Policy):
                 pid = unit[1]
                 self._packs[pid].members.append(job_id)
                 self._packs[pid].kept = False
+                self._trials.add(pid)
             else:
                 pid = self._next_pack
                 self._next_pack += 1
                 self._packs[pid] = Pack(sid, [str(unit), job_id], view.now)
+                self._trials.add(pid)
                 self._point(str(unit), pid, view)
                 self._list(str(unit), pid)
             self._point(job_id, pid, view)
