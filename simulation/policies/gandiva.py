@@ -6,11 +6,17 @@ free GPUs; else to an unallocated server; else anywhere with free GPUs (relaxing
 possibly fragmented); else it over-subscribes the least-loaded same-affinity server; only
 if none exists does it wait. A job larger than a server takes whole servers the same way.
 
-Time-slicing: an over-subscribed server runs weighted round robin with quantum `time_slice`
-(60 s in §6); each job's share of its GPUs is N / M (N GPUs, M GPUs allocated, a packed GPU
-counting once) minus the suspend/resume cost `switch_overhead` per quantum (< 1 s, §4.1), so
-six 1-GPU jobs on four GPUs each get 4/6 of a GPU (§6.1, Fig. 9). Suspensions are counted
-as the jobs swapped out per quantum, u·min(N, M-N)/M for u jobs on the server.
+Time-slicing (`time_slicing`): an over-subscribed server runs round robin with quantum
+`time_slice` (60 s in §6), paying the suspend/resume cost `switch_overhead` (< 1 s, §4.1).
+- "quanta" (default, the paper's mechanism, §4.1, §6.1): the jobs at the front of the server's
+  rotation run, the others are suspended; each quantum the ones that ran go to the back, and
+  a resumed job pays the switch out of its quantum (`Gandiva._rotate`). A newcomer to a
+  full server waits for its turn, which is what §6.3's time to the first 100 mini-batches
+  measures. Suspends count the jobs actually swapped out.
+- "fluid": each job's share of its GPUs is N / M at once (N GPUs, M GPUs allocated, a packed
+  GPU counting once) times 1 - switch_overhead / time_slice, so six 1-GPU jobs on four GPUs
+  each get 4/6 of a GPU (§6.1, Fig. 9): the quanta's long-run average, without the wait.
+  Suspensions are counted as the jobs swapped out per quantum, u·min(N, M-N)/M for u jobs.
 
 Introspective mode (§4.2.2), each on/off by a parameter:
 - Packing, only during overload: candidate 1-GPU jobs with utilisation below `pack_max_util`
@@ -67,6 +73,10 @@ from simulation.policies.ordering import pool_preference
 from simulation.view import ClusterView, JobView, ServerView
 
 QueueGroup = tuple[int, str, str | None]  # (GPUs asked, own pool, GPU type): same candidates
+Unit = object  # what time-slicing turns over on a server: a job id, or ("pack", pack id)
+# The share of a suspended job: the engine's SetShare takes no zero, so a suspended job keeps
+# a billionth of its speed (under 0.1 ms of work per day suspended).
+SUSPENDED = 1e-9
 
 
 @dataclass(slots=True)
@@ -314,6 +324,9 @@ class Gandiva(Policy):
     params = (
         Param("introspective", bool, True, "run the introspective mode at all"),
         Param("time_slice", float, 60.0, "round-robin quantum (s)", bounds=(1.0, 86_400.0)),
+        Param("time_slicing", str, "quanta",
+              "quanta: suspend/resume in round-robin quanta (§4.1); fluid: N/M share at once",
+              choices=("quanta", "fluid")),
         Param("switch_overhead", float, 1.0, "suspend + resume cost per quantum (s)",
               bounds=(0.0, 3_600.0)),
         Param("packing", bool, True, "pack low-utilisation jobs during overload"),
@@ -328,6 +341,7 @@ class Gandiva(Policy):
     )
     introspective: bool
     time_slice: float
+    time_slicing: str
     switch_overhead: float
     packing: bool
     migration: bool
@@ -355,6 +369,10 @@ class Gandiva(Policy):
         self._idle_since: dict[str, tuple[int, float]] = {}
         self._last_round = 0.0
         self._suspend_rate = 0.0  # suspensions per second at the last round's shares
+        self._quanta = self.time_slicing == "quanta"
+        self._quantum_start = -math.inf
+        self._rotation: dict[str, list[Unit]] = {}  # time-slicing server -> its units in turn
+        self._unit_share: dict[str, dict[Unit, float]] = {}  # ... -> each unit's share
         # What changed since when: the engine's allocation and queue logs are read up to
         # these marks; every job or pack change marks its servers in the sets below.
         self._alloc_mark = 0
@@ -634,6 +652,10 @@ class Gandiva(Policy):
             self._refresh(view)
         return sorted(self._index.overloaded, key=self._order.__getitem__)
 
+    def _unit_of(self, job_id: str, sid: str) -> Unit:
+        pid = self._pack_of.get(job_id)
+        return ("pack", pid) if pid is not None and self._packs[pid].server == sid else job_id
+
     def _time_share(self, view: ClusterView, sid: str) -> float:
         n = view.servers[sid].gpus
         load = self._load(view, sid)
@@ -663,9 +685,85 @@ class Gandiva(Policy):
         models = [self._model_of[j] for j in members]
         return packing_capacity(models) / len(members)
 
+    def _slice_share(self, view: ClusterView, sid: str, unit: Unit) -> float:
+        """The time-slicing share of `unit` on server `sid` (1.0 if it does not slice)."""
+        if not self._quanta:
+            return self._time_share(view, sid)
+        shares = self._unit_share.get(sid)
+        return 1.0 if shares is None else shares.get(unit, 1.0)  # a pack not yet turned
+
+    def _unit_rank(self, unit: Unit) -> int:
+        """Launch order of a unit (a pack: of its earliest member), to order newcomers."""
+        if isinstance(unit, tuple):
+            return min(self._rank[j] for j in self._packs[unit[1]].members)
+        return self._rank[str(unit)]
+
+    def _rotate(self, view: ClusterView, sid: str, boundary: bool) -> None:
+        """Suspend/resume round robin on one server (time_slicing = "quanta", §4.1, §6.1).
+
+        The server's units (a job, or a pack as one 1-GPU unit) stand in a rotation; the
+        units at its front that fit the server's GPUs run, the rest are suspended. At a
+        quantum boundary the units that ran go to the back, in order, and the front runs
+        next. Between boundaries the running units keep running and a GPU that frees up
+        (a departure) is given to the next suspended unit at once. Newcomers join at the
+        back (a pack takes the place of the member it was packed onto). A unit resumed
+        after a suspension pays `switch_overhead` (suspend + resume together, §4.1) out of
+        the rest of its quantum, as a share 1 - overhead / (time left in the quantum): the
+        engine has no pause decision, so its progress is exact at the quantum's end and
+        early by at most the overhead within it. A job that starts, or keeps its GPUs,
+        pays nothing."""
+        units = self._units(view, sid)
+        gpus = view.servers[sid].gpus
+        if sum(units.values()) <= gpus:
+            self._rotation.pop(sid, None)
+            self._unit_share.pop(sid, None)
+            return
+        old = self._unit_share.get(sid, {})
+        rotation = [u for u in self._rotation.get(sid, ()) if u in units]
+        listed = set(rotation)
+        for unit in sorted((u for u in units if u not in listed), key=self._unit_rank):
+            if isinstance(unit, tuple):
+                members = self._packs[unit[1]].members
+                at = next((i for i, u in enumerate(rotation) if u in members), len(rotation))
+                share = next((old[m] for m in members if m in old), None)
+                rotation.insert(at, unit)
+                if share is not None:
+                    old[unit] = share
+            else:
+                rotation.append(unit)
+        ran = [u for u in rotation if u in old and old[u] > SUSPENDED]
+        running = set() if boundary else set(ran)
+        if boundary:
+            turned = set(ran)
+            rotation = [u for u in rotation if u not in turned] + ran
+        free = gpus - sum(units[u] for u in running)
+        left = self._quantum_start + self.time_slice - view.now
+        resumed = max(SUSPENDED, 1.0 - self.switch_overhead / left) if left > 0 else SUSPENDED
+        shares: dict[Unit, float] = {}
+        for unit in rotation:
+            if unit in running and not boundary:
+                shares[unit] = old[unit]
+            elif units[unit] <= free:
+                free -= units[unit]
+                shares[unit] = resumed if old.get(unit) == SUSPENDED else 1.0
+            else:
+                shares[unit] = SUSPENDED
+                self.counters["suspends"] += old.get(unit, SUSPENDED) > SUSPENDED
+        self._rotation[sid] = rotation
+        self._unit_share[sid] = shares
+
     def _set_shares(self, view: ClusterView) -> Iterator[Decision]:
         """Shares of the jobs on servers that changed (no other job's share can have), in
-        the engine's running order; their busy GPU-cores replace their old ones in the sum."""
+        the engine's running order; their busy GPU-cores replace their old ones in the sum.
+        With quanta, a round a quantum after the last boundary is the next boundary: every
+        time-slicing server turns its rotation."""
+        if self._quanta:
+            boundary = view.now >= self._quantum_start + self.time_slice - 1e-9
+            if boundary:
+                self._quantum_start = view.now
+                self._touched_shares.update(self._rotation)
+            for sid in sorted(self._touched_shares, key=self._order.__getitem__):
+                self._rotate(view, sid, boundary)
         if not self._touched_shares:
             self.utilisation_log.append((view.now, self._busy.value))  # no share changed
             return
@@ -681,7 +779,13 @@ class Gandiva(Policy):
         for job_id in sorted(jobs, key=self._rank.__getitem__):
             job = view.job(job_id)
             servers = where[job_id]
-            if len(servers) == 1 and job_id in anywhere and job_id not in pack_of:
+            if self._quanta:
+                share = min(self._slice_share(view, sid, self._unit_of(job_id, sid))
+                            for sid in servers)
+                if share > SUSPENDED:
+                    share *= self._pack_factor(job_id) * self._locality(view, job)
+                    share = min(1.0, max(share, 1e-6))
+            elif len(servers) == 1 and job_id in anywhere and job_id not in pack_of:
                 # One slot, unpacked, locality-insensitive: the factor below is 1.0, and
                 # x * 1.0 is x, so the share is the server's.
                 share = plain_share.get(servers[0])
@@ -702,8 +806,8 @@ class Gandiva(Policy):
             if abs(share - job.share) > 1e-12:
                 yield SetShare(job_id, share)
         self.utilisation_log.append((view.now, busy.value))
-        if not touched:
-            return
+        if self._quanta:
+            return  # `_rotate` counts the suspensions it makes
         rate = 0.0
         index = self._index
         for sid in self._overloaded(view):
@@ -1089,9 +1193,10 @@ class Gandiva(Policy):
         """Keep a trial packing that beats time-slicing (one GPU's worth), else undo it."""
         for pid in sorted(self._trials):
             pack = self._packs[pid]
-            shares = {j: self._time_share(view, pack.server) for j in pack.members}
+            shares = {j: self._slice_share(view, pack.server, ("pack", pid))
+                      for j in pack.members}
             if shares != pack.shares or set(pack.snapshot) != set(pack.members):
-                self._start_trial(view, pack)  # the server's load changed: measure afresh
+                self._start_trial(view, pid)  # the server's load changed: measure afresh
                 continue
             elapsed = view.now - pack.since
             if elapsed < self.time_slice:
@@ -1120,10 +1225,12 @@ class Gandiva(Policy):
     def _combo(self, members: list[str]) -> tuple[str, ...]:
         return tuple(sorted(self._model_of[j] for j in members))
 
-    def _start_trial(self, view: ClusterView, pack: Pack) -> None:
+    def _start_trial(self, view: ClusterView, pid: int) -> None:
+        pack = self._packs[pid]
         pack.since = view.now
         pack.snapshot = {j: view.job(j).remaining_work for j in pack.members}
-        pack.shares = {j: self._time_share(view, pack.server) for j in pack.members}
+        pack.shares = {j: self._slice_share(view, pack.server, ("pack", pid))
+                       for j in pack.members}
 
     def _pack(self, view: ClusterView) -> None:
         """Greedy packing, lowest GPU utilisation first; each packing starts a trial.
@@ -1175,7 +1282,7 @@ class Gandiva(Policy):
             self._mark(sid)
             packed = True
             self.counters["packings"] += 1
-            self._start_trial(view, self._packs[pid])
+            self._start_trial(view, pid)
         if not packed:
             self._pack_idle_at = self._changes
 
