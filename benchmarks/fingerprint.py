@@ -9,6 +9,10 @@ a later one against them:
     .venv/bin/python benchmarks/fingerprint.py --save /tmp/before.txt
     .venv/bin/python benchmarks/fingerprint.py --check /tmp/before.txt
     .venv/bin/python benchmarks/fingerprint.py --policies srtf,srsf --cases muri3,philly3k
+    .venv/bin/python benchmarks/fingerprint.py --policies gandiva --set time_slicing=fluid
+
+`--set` passes policy parameters to every run, so a mode that is no longer a policy's
+default can still be checked against the lines saved when it was.
 
 Cases: the Muri traces 1-4 on their 8 × 8 spec, the Tiresias 60-job trace on its 16 × 4 spec,
 and the first 3,000 Philly jobs on 60 × 8 GPUs (contended).
@@ -60,8 +64,9 @@ def job_digest(jobs: list[dict]) -> str:
     return digest.hexdigest()[:16]
 
 
-def fingerprint_line(case: str, policy: str, cluster: ClusterSpec, workload: Workload) -> str:
-    result = run_simulation(cluster, workload, policy)
+def fingerprint_line(case: str, policy: str, cluster: ClusterSpec, workload: Workload,
+                     settings: dict[str, str] | None = None) -> str:
+    result = run_simulation(cluster, workload, policy, settings=settings)
     summary = result.summary
     return (f"{case} {policy} jobs={job_digest(result.jobs)} "
             f"jct={summary['jct']['mean']:.3f} makespan={summary['makespan']:.3f} "
@@ -72,10 +77,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--policies", default=",".join(POLICIES))
     parser.add_argument("--cases", default=",".join(CASES))
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="a policy parameter for every run (repeatable)")
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--save", type=Path, help="write the lines to this file")
     group.add_argument("--check", type=Path, help="compare with the lines of this file")
     args = parser.parse_args(argv)
+    settings = dict(item.split("=", 1) for item in args.set)
 
     expected = {}
     if args.check:
@@ -87,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
         cluster, workload = load_case(case)
         for policy in args.policies.split(","):
             started = time.perf_counter()
-            line = fingerprint_line(case, policy, cluster, workload)
+            line = fingerprint_line(case, policy, cluster, workload, settings)
             wall = time.perf_counter() - started
             lines.append(line)
             verdict = ""

@@ -6,11 +6,17 @@ free GPUs; else to an unallocated server; else anywhere with free GPUs (relaxing
 possibly fragmented); else it over-subscribes the least-loaded same-affinity server; only
 if none exists does it wait. A job larger than a server takes whole servers the same way.
 
-Time-slicing: an over-subscribed server runs weighted round robin with quantum `time_slice`
-(60 s in §6); each job's share of its GPUs is N / M (N GPUs, M GPUs allocated, a packed GPU
-counting once) minus the suspend/resume cost `switch_overhead` per quantum (< 1 s, §4.1), so
-six 1-GPU jobs on four GPUs each get 4/6 of a GPU (§6.1, Fig. 9). Suspensions are counted
-as the jobs swapped out per quantum, u·min(N, M-N)/M for u jobs on the server.
+Time-slicing (`time_slicing`): an over-subscribed server runs round robin with quantum
+`time_slice` (60 s in §6), paying the suspend/resume cost `switch_overhead` (< 1 s, §4.1).
+- "quanta" (default, the paper's mechanism, §4.1, §6.1): the jobs at the front of the server's
+  rotation run, the others are suspended; each quantum the ones that ran go to the back, and
+  a resumed job pays the switch out of its quantum (`Gandiva._rotate`). A newcomer to a
+  full server waits for its turn, which is what §6.3's time to the first 100 mini-batches
+  measures. Suspends count the jobs actually swapped out.
+- "fluid": each job's share of its GPUs is N / M at once (N GPUs, M GPUs allocated, a packed
+  GPU counting once) times 1 - switch_overhead / time_slice, so six 1-GPU jobs on four GPUs
+  each get 4/6 of a GPU (§6.1, Fig. 9): the quanta's long-run average, without the wait.
+  Suspensions are counted as the jobs swapped out per quantum, u·min(N, M-N)/M for u jobs.
 
 Introspective mode (§4.2.2), each on/off by a parameter:
 - Packing, only during overload: candidate 1-GPU jobs with utilisation below `pack_max_util`
@@ -54,12 +60,10 @@ floating-point sums (tests/simulation/test_gandiva_indexes.py).
 from __future__ import annotations
 
 import math
-import operator
 from bisect import bisect_left, bisect_right, insort
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from functools import reduce
 
 from simulation.decisions import Decision, Launch, Migrate, Placement, Resize, SetShare, Slot
 from simulation.dlt_models import model_info
@@ -69,6 +73,10 @@ from simulation.policies.ordering import pool_preference
 from simulation.view import ClusterView, JobView, ServerView
 
 QueueGroup = tuple[int, str, str | None]  # (GPUs asked, own pool, GPU type): same candidates
+Unit = object  # what time-slicing turns over on a server: a job id, or ("pack", pack id)
+# The share of a suspended job: the engine's SetShare takes no zero, so a suspended job keeps
+# a billionth of its speed (under 0.1 ms of work per day suspended).
+SUSPENDED = 1e-9
 
 
 @dataclass(slots=True)
@@ -139,6 +147,37 @@ class ServerTally:
     def need(self) -> int | None:
         """The fewest GPUs of a job defragmentation may move off (None: none)."""
         return min(self.movable) if self.movable else None
+
+
+_EXACT_SCALE = 1 << 1074  # 2**-1074 is the smallest float step: every float is a multiple
+
+
+class ExactSum:
+    """A running sum of floats kept exactly, as an integer count of 2**-1074.
+
+    Adding or removing one term costs the same however many there are, and `value` is the
+    correctly rounded sum whatever the order the terms came in: the busy GPU-cores of a round
+    follow the jobs whose share changed instead of re-adding every running job's part."""
+
+    __slots__ = ("_units",)
+
+    def __init__(self) -> None:
+        self._units = 0
+
+    @staticmethod
+    def _scaled(x: float) -> int:
+        numerator, denominator = x.as_integer_ratio()  # denominator: a power of two
+        return numerator << (1075 - denominator.bit_length())
+
+    def add(self, x: float) -> None:
+        self._units += self._scaled(x)
+
+    def remove(self, x: float) -> None:
+        self._units -= self._scaled(x)
+
+    @property
+    def value(self) -> float:
+        return self._units / _EXACT_SCALE
 
 
 def packing_capacity(models: list[str]) -> float:
@@ -285,6 +324,9 @@ class Gandiva(Policy):
     params = (
         Param("introspective", bool, True, "run the introspective mode at all"),
         Param("time_slice", float, 60.0, "round-robin quantum (s)", bounds=(1.0, 86_400.0)),
+        Param("time_slicing", str, "quanta",
+              "quanta: suspend/resume in round-robin quanta (§4.1); fluid: N/M share at once",
+              choices=("quanta", "fluid")),
         Param("switch_overhead", float, 1.0, "suspend + resume cost per quantum (s)",
               bounds=(0.0, 3_600.0)),
         Param("packing", bool, True, "pack low-utilisation jobs during overload"),
@@ -299,6 +341,7 @@ class Gandiva(Policy):
     )
     introspective: bool
     time_slice: float
+    time_slicing: str
     switch_overhead: float
     packing: bool
     migration: bool
@@ -318,6 +361,7 @@ class Gandiva(Policy):
         self._affinity_count: Counter[tuple[str, int]] = Counter()  # (pool, GPUs) -> servers
         self._affinity_servers: dict[int, set[str]] = {}  # GPUs -> servers of that affinity
         self._packs: dict[int, Pack] = {}
+        self._trials: set[int] = set()  # packs on trial (not kept): all a review looks at
         self._pack_of: dict[str, int] = {}  # job -> the pack it counts in (one of them)
         self._packs_with: dict[str, set[int]] = {}  # job -> every pack listing it
         self._next_pack = 0
@@ -325,6 +369,10 @@ class Gandiva(Policy):
         self._idle_since: dict[str, tuple[int, float]] = {}
         self._last_round = 0.0
         self._suspend_rate = 0.0  # suspensions per second at the last round's shares
+        self._quanta = self.time_slicing == "quanta"
+        self._quantum_start = -math.inf
+        self._rotation: dict[str, list[Unit]] = {}  # time-slicing server -> its units in turn
+        self._unit_share: dict[str, dict[Unit, float]] = {}  # ... -> each unit's share
         # What changed since when: the engine's allocation and queue logs are read up to
         # these marks; every job or pack change marks its servers in the sets below.
         self._alloc_mark = 0
@@ -350,9 +398,8 @@ class Gandiva(Policy):
         self._model_of: dict[str, str] = {}
         self._gpu_util: dict[str, float] = {}
         self._anywhere: set[str] = set()  # jobs whose model is locality-insensitive
-        self._busy_part: dict[str, float] = {}  # job -> busy GPU-cores, in running order
-        self._busy = 0.0
-        self._busy_stale = False
+        self._busy_part: dict[str, float] = {}  # job -> busy GPU-cores
+        self._busy = ExactSum()  # of `_busy_part`
         self._spread: set[str] = set()  # more than one slot
         self._grown: set[str] = set()  # more GPUs than asked for
         self._pack_candidates: list[tuple[float, str]] = []  # (GPU utilisation, job), sorted
@@ -437,10 +484,9 @@ class Gandiva(Policy):
         if not placement:  # finished or preempted
             if old is not None:
                 self._departed = True
-                del self._rank[job_id], self._model_of[job_id], self._busy_part[job_id]
-                del self._gpu_util[job_id]
+                self._busy.remove(self._busy_part.pop(job_id))
+                del self._rank[job_id], self._model_of[job_id], self._gpu_util[job_id]
                 self._anywhere.discard(job_id)
-                self._busy_stale = True
             self._spread.discard(job_id)
             self._grown.discard(job_id)
             self._set_pack_candidate(job_id, None)
@@ -507,6 +553,7 @@ class Gandiva(Policy):
 
     def _dissolve(self, view: ClusterView, pid: int) -> None:
         pack = self._packs.pop(pid)
+        self._trials.discard(pid)
         for job_id in pack.members:
             self._point(job_id, None, view)
             self._unlist(job_id, pid)
@@ -605,6 +652,10 @@ class Gandiva(Policy):
             self._refresh(view)
         return sorted(self._index.overloaded, key=self._order.__getitem__)
 
+    def _unit_of(self, job_id: str, sid: str) -> Unit:
+        pid = self._pack_of.get(job_id)
+        return ("pack", pid) if pid is not None and self._packs[pid].server == sid else job_id
+
     def _time_share(self, view: ClusterView, sid: str) -> float:
         n = view.servers[sid].gpus
         load = self._load(view, sid)
@@ -634,11 +685,87 @@ class Gandiva(Policy):
         models = [self._model_of[j] for j in members]
         return packing_capacity(models) / len(members)
 
+    def _slice_share(self, view: ClusterView, sid: str, unit: Unit) -> float:
+        """The time-slicing share of `unit` on server `sid` (1.0 if it does not slice)."""
+        if not self._quanta:
+            return self._time_share(view, sid)
+        shares = self._unit_share.get(sid)
+        return 1.0 if shares is None else shares.get(unit, 1.0)  # a pack not yet turned
+
+    def _unit_rank(self, unit: Unit) -> int:
+        """Launch order of a unit (a pack: of its earliest member), to order newcomers."""
+        if isinstance(unit, tuple):
+            return min(self._rank[j] for j in self._packs[unit[1]].members)
+        return self._rank[str(unit)]
+
+    def _rotate(self, view: ClusterView, sid: str, boundary: bool) -> None:
+        """Suspend/resume round robin on one server (time_slicing = "quanta", §4.1, §6.1).
+
+        The server's units (a job, or a pack as one 1-GPU unit) stand in a rotation; the
+        units at its front that fit the server's GPUs run, the rest are suspended. At a
+        quantum boundary the units that ran go to the back, in order, and the front runs
+        next. Between boundaries the running units keep running and a GPU that frees up
+        (a departure) is given to the next suspended unit at once. Newcomers join at the
+        back (a pack takes the place of the member it was packed onto). A unit resumed
+        after a suspension pays `switch_overhead` (suspend + resume together, §4.1) out of
+        the rest of its quantum, as a share 1 - overhead / (time left in the quantum): the
+        engine has no pause decision, so its progress is exact at the quantum's end and
+        early by at most the overhead within it. A job that starts, or keeps its GPUs,
+        pays nothing."""
+        units = self._units(view, sid)
+        gpus = view.servers[sid].gpus
+        if sum(units.values()) <= gpus:
+            self._rotation.pop(sid, None)
+            self._unit_share.pop(sid, None)
+            return
+        old = self._unit_share.get(sid, {})
+        rotation = [u for u in self._rotation.get(sid, ()) if u in units]
+        listed = set(rotation)
+        for unit in sorted((u for u in units if u not in listed), key=self._unit_rank):
+            if isinstance(unit, tuple):
+                members = self._packs[unit[1]].members
+                at = next((i for i, u in enumerate(rotation) if u in members), len(rotation))
+                share = next((old[m] for m in members if m in old), None)
+                rotation.insert(at, unit)
+                if share is not None:
+                    old[unit] = share
+            else:
+                rotation.append(unit)
+        ran = [u for u in rotation if u in old and old[u] > SUSPENDED]
+        running = set() if boundary else set(ran)
+        if boundary:
+            turned = set(ran)
+            rotation = [u for u in rotation if u not in turned] + ran
+        free = gpus - sum(units[u] for u in running)
+        left = self._quantum_start + self.time_slice - view.now
+        resumed = max(SUSPENDED, 1.0 - self.switch_overhead / left) if left > 0 else SUSPENDED
+        shares: dict[Unit, float] = {}
+        for unit in rotation:
+            if unit in running and not boundary:
+                shares[unit] = old[unit]
+            elif units[unit] <= free:
+                free -= units[unit]
+                shares[unit] = resumed if old.get(unit) == SUSPENDED else 1.0
+            else:
+                shares[unit] = SUSPENDED
+                self.counters["suspends"] += old.get(unit, SUSPENDED) > SUSPENDED
+        self._rotation[sid] = rotation
+        self._unit_share[sid] = shares
+
     def _set_shares(self, view: ClusterView) -> Iterator[Decision]:
         """Shares of the jobs on servers that changed (no other job's share can have), in
-        the engine's running order; busy GPU-cores summed over all jobs in that order."""
-        if not self._touched_shares and not self._busy_stale:
-            self.utilisation_log.append((view.now, self._busy))  # nothing changed
+        the engine's running order; their busy GPU-cores replace their old ones in the sum.
+        With quanta, a round a quantum after the last boundary is the next boundary: every
+        time-slicing server turns its rotation."""
+        if self._quanta:
+            boundary = view.now >= self._quantum_start + self.time_slice - 1e-9
+            if boundary:
+                self._quantum_start = view.now
+                self._touched_shares.update(self._rotation)
+            for sid in sorted(self._touched_shares, key=self._order.__getitem__):
+                self._rotate(view, sid, boundary)
+        if not self._touched_shares:
+            self.utilisation_log.append((view.now, self._busy.value))  # no share changed
             return
         touched, self._touched_shares = self._touched_shares, set()
         jobs: set[str] = set()
@@ -646,12 +773,19 @@ class Gandiva(Policy):
             jobs.update(view.servers[sid].jobs)
         time_share: dict[str, float] = {}  # per server: the same for all its jobs
         plain_share: dict[str, float] = {}  # per server: the share of a plain job there
-        busy_part, gpu_util, pack_of, anywhere, where = (
-            self._busy_part, self._gpu_util, self._pack_of, self._anywhere, self._where)
+        busy, busy_part, gpu_util, pack_of, anywhere, where = (
+            self._busy, self._busy_part, self._gpu_util, self._pack_of, self._anywhere,
+            self._where)
         for job_id in sorted(jobs, key=self._rank.__getitem__):
             job = view.job(job_id)
             servers = where[job_id]
-            if len(servers) == 1 and job_id in anywhere and job_id not in pack_of:
+            if self._quanta:
+                share = min(self._slice_share(view, sid, self._unit_of(job_id, sid))
+                            for sid in servers)
+                if share > SUSPENDED:
+                    share *= self._pack_factor(job_id) * self._locality(view, job)
+                    share = min(1.0, max(share, 1e-6))
+            elif len(servers) == 1 and job_id in anywhere and job_id not in pack_of:
                 # One slot, unpacked, locality-insensitive: the factor below is 1.0, and
                 # x * 1.0 is x, so the share is the server's.
                 share = plain_share.get(servers[0])
@@ -665,15 +799,15 @@ class Gandiva(Policy):
                 share = min(time_share[sid] for sid in servers)
                 share *= self._pack_factor(job_id) * self._locality(view, job)
                 share = min(1.0, max(share, 1e-6))
-            busy_part[job_id] = job.gpus * share * gpu_util[job_id]
+            part = job.gpus * share * gpu_util[job_id]
+            busy.remove(busy_part[job_id])
+            busy.add(part)
+            busy_part[job_id] = part
             if abs(share - job.share) > 1e-12:
                 yield SetShare(job_id, share)
-        if jobs or self._busy_stale:
-            self._busy = reduce(operator.add, self._busy_part.values(), 0.0)  # in order
-            self._busy_stale = False
-        self.utilisation_log.append((view.now, self._busy))
-        if not touched:
-            return
+        self.utilisation_log.append((view.now, busy.value))
+        if self._quanta:
+            return  # `_rotate` counts the suspensions it makes
         rate = 0.0
         index = self._index
         for sid in self._overloaded(view):
@@ -1057,13 +1191,12 @@ class Gandiva(Policy):
 
     def _review_packs(self, view: ClusterView) -> None:
         """Keep a trial packing that beats time-slicing (one GPU's worth), else undo it."""
-        for pid in sorted(self._packs):
+        for pid in sorted(self._trials):
             pack = self._packs[pid]
-            if pack.kept:
-                continue
-            shares = {j: self._time_share(view, pack.server) for j in pack.members}
+            shares = {j: self._slice_share(view, pack.server, ("pack", pid))
+                      for j in pack.members}
             if shares != pack.shares or set(pack.snapshot) != set(pack.members):
-                self._start_trial(view, pack)  # the server's load changed: measure afresh
+                self._start_trial(view, pid)  # the server's load changed: measure afresh
                 continue
             elapsed = view.now - pack.since
             if elapsed < self.time_slice:
@@ -1076,6 +1209,7 @@ class Gandiva(Policy):
                 measured += done / (elapsed * solo) if solo > 0 else 0.0
             if measured > 1.0 + 1e-9:
                 pack.kept = True
+                self._trials.discard(pid)
                 self.counters["packings_kept"] += 1
             else:
                 self._failed_combos.add(self._combo(pack.members))
@@ -1091,10 +1225,12 @@ class Gandiva(Policy):
     def _combo(self, members: list[str]) -> tuple[str, ...]:
         return tuple(sorted(self._model_of[j] for j in members))
 
-    def _start_trial(self, view: ClusterView, pack: Pack) -> None:
+    def _start_trial(self, view: ClusterView, pid: int) -> None:
+        pack = self._packs[pid]
         pack.since = view.now
         pack.snapshot = {j: view.job(j).remaining_work for j in pack.members}
-        pack.shares = {j: self._time_share(view, pack.server) for j in pack.members}
+        pack.shares = {j: self._slice_share(view, pack.server, ("pack", pid))
+                       for j in pack.members}
 
     def _pack(self, view: ClusterView) -> None:
         """Greedy packing, lowest GPU utilisation first; each packing starts a trial.
@@ -1133,10 +1269,12 @@ class Gandiva(Policy):
                 pid = unit[1]
                 self._packs[pid].members.append(job_id)
                 self._packs[pid].kept = False
+                self._trials.add(pid)
             else:
                 pid = self._next_pack
                 self._next_pack += 1
                 self._packs[pid] = Pack(sid, [str(unit), job_id], view.now)
+                self._trials.add(pid)
                 self._point(str(unit), pid, view)
                 self._list(str(unit), pid)
             self._point(job_id, pid, view)
@@ -1144,7 +1282,7 @@ class Gandiva(Policy):
             self._mark(sid)
             packed = True
             self.counters["packings"] += 1
-            self._start_trial(view, self._packs[pid])
+            self._start_trial(view, pid)
         if not packed:
             self._pack_idle_at = self._changes
 

@@ -41,10 +41,10 @@ def jcts(result):
     return {row["job_id"]: row["jct"] for row in result.jobs}
 
 
-def test_six_one_gpu_jobs_on_four_gpus_each_get_four_sixths():
+def test_fluid_six_one_gpu_jobs_on_four_gpus_each_get_four_sixths():
     jobs = [JobSpec(f"long{i}", 0.0, 1, 6000.0, model="resnet50") for i in range(4)]
     jobs += [JobSpec(f"short{i}", 1500.0, 1, 600.0, model="resnet50") for i in range(2)]
-    result, _ = simulate(jobs, switch_overhead=0.0)
+    result, _ = simulate(jobs, switch_overhead=0.0, time_slicing="fluid")
     times = jcts(result)
     # Shorts run at 4/6: 600 s of work take 900 s; the longs lose 900 x 2/6 = 300 s.
     assert times["short0"] == pytest.approx(900.0)
@@ -53,9 +53,9 @@ def test_six_one_gpu_jobs_on_four_gpus_each_get_four_sixths():
         6 * 2 / 6 * 900 / 60)  # two of six jobs swapped out per 60 s quantum
 
 
-def test_switch_overhead_costs_its_share_of_each_quantum():
+def test_fluid_switch_overhead_costs_its_share_of_each_quantum():
     jobs = [JobSpec(f"j{i}", 0.0, 1, 600.0, model="resnet50") for i in range(6)]
-    result, _ = simulate(jobs, switch_overhead=1.0)
+    result, _ = simulate(jobs, switch_overhead=1.0, time_slicing="fluid")
     # Until the first finish everyone runs at 4/6 x 59/60 of a GPU.
     assert min(jcts(result).values()) == pytest.approx(600 / (4 / 6 * 59 / 60))
 
@@ -87,7 +87,7 @@ def test_packing_capacity_follows_table1():
 
 def test_harmful_packing_is_undone_and_a_good_one_kept():
     bad = [JobSpec(f"lstm{i}", 0.0, 1, 3000.0, model="lstm") for i in range(2)]
-    result, _ = simulate(bad, gpus=1)
+    result, _ = simulate(bad, gpus=1, time_slicing="fluid")
     counters = result.summary["policy_counters"]
     assert (counters["packings"], counters["packings_undone"], counters["packings_kept"]) == (
         1, 1, 0)
@@ -135,3 +135,59 @@ def test_grow_after_idle_timeout_and_shrink_at_once():
     assert sizes[1] == (pytest.approx(3000.0), 4)  # short2 left at 2700
     assert sizes[2] == (4500.0, 2)  # shrinks at once for the 2-GPU job
     assert sizes[3] == (4600.0, 1)
+
+
+def progress_at(sim, t):
+    """Work done by each job at time `t` (the engine settles progress lazily)."""
+    return {j.job_id: j.spec.duration - j.remaining_work + j.work_between(j.last_update, t)
+            for j in sim.state.jobs.values()}
+
+
+@pytest.mark.parametrize(("until", "expected"), [(150.0, {"a": 89.5, "b": 59.0}),
+                                                 (180.0, {"a": 119.0, "b": 59.0})])
+def test_quanta_round_robin_charges_the_switch_to_the_resumed_job(until, expected):
+    """Two 1-GPU jobs on one GPU, 60 s quanta, 1 s suspend + resume per switch.
+
+    a launches first and runs 0-60 (a start is no resume: no cost); b waits, suspended.
+    At 60 a is suspended and b resumed: b pays 1 s of its quantum, 59 s of work by 120.
+    At 120 a is resumed and pays 1 s: by 180 it has 60 + 59 = 119. Within a quantum the
+    cost is spread over it (a share of 59/60), so at 150 a has 60 + 30 x 59/60 = 89.5."""
+    jobs = [JobSpec(name, 0.0, 1, 1000.0, model="resnet50") for name in "ab"]
+    sim = Simulation(cluster(1, 1), Workload(tuple(jobs)),
+                     create_policy("gandiva", {"introspective": False}),
+                     config=EngineConfig(max_time=until))
+    result = sim.run()
+    done = progress_at(sim, until)
+    assert done["a"] == pytest.approx(expected["a"], abs=1e-6)
+    assert done["b"] == pytest.approx(expected["b"], abs=1e-6)
+    # suspensions: a at 60, b at 120, a at 180 (the boundary round at `until` runs too)
+    assert result.summary["policy_counters"]["suspends"] == (2 if until < 180 else 3)
+
+
+def test_quanta_newcomer_waits_for_its_turn_then_a_freed_gpu_goes_to_it_at_once():
+    """1 × 2 GPUs, no switch cost. x, y run; z arrives at 10 and is suspended (its turn
+    comes at the 60 s boundary, behind x and y, which ran). y ends at 30: the freed GPU
+    goes to z at once, mid-quantum. At 60 x and z ran, nobody waits: all keep running."""
+    jobs = [JobSpec("x", 0.0, 1, 1000.0, model="resnet50"),
+            JobSpec("y", 0.0, 1, 30.0, model="resnet50"),
+            JobSpec("z", 10.0, 1, 1000.0, model="resnet50")]
+    sim = Simulation(cluster(1, 2), Workload(tuple(jobs)),
+                     create_policy("gandiva", {"introspective": False, "switch_overhead": 0.0}),
+                     config=EngineConfig(max_time=100.0))
+    sim.run()
+    done = progress_at(sim, 100.0)
+    assert done["x"] == pytest.approx(100.0)
+    assert done["z"] == pytest.approx(70.0, abs=1e-6)  # suspended 10-30, runs 30-100
+
+
+def test_quanta_rotate_three_jobs_on_two_gpus():
+    """1 × 2 GPUs, 60 s quanta, no switch cost: a, b, c in launch order. Quantum 1: a, b run
+    (c suspended). Boundary 60: a, b ran and go to the back: c, a run. Boundary 120: c, a
+    go back: b, c run. At 150: a 60 + 60, b 60 + 30, c 60 + 30."""
+    jobs = [JobSpec(name, 0.0, 1, 1000.0, model="resnet50") for name in "abc"]
+    sim = Simulation(cluster(1, 2), Workload(tuple(jobs)),
+                     create_policy("gandiva", {"introspective": False, "switch_overhead": 0.0}),
+                     config=EngineConfig(max_time=150.0))
+    sim.run()
+    done = progress_at(sim, 150.0)
+    assert {j: round(w, 6) for j, w in done.items()} == {"a": 120.0, "b": 90.0, "c": 90.0}

@@ -8,6 +8,7 @@ from scratch, and check decisions that a stale figure would get wrong.
 from __future__ import annotations
 
 import itertools
+import math
 
 from simulation.decisions import Migrate
 from simulation.engine import EngineConfig, Simulation
@@ -23,7 +24,8 @@ def cluster(servers: int, gpus: int) -> ClusterSpec:
 
 
 class CheckedRounds:
-    """Runs the policy and, after every round, compares its figures with `_units`."""
+    """Runs the policy and, after every round, compares its figures with `_units`, its busy
+    GPU-cores with an exact sum of the jobs' parts and its trial packs with the packs."""
 
     def __init__(self, policy):
         self.policy = policy
@@ -46,6 +48,8 @@ class CheckedRounds:
             assert policy._index.units[sid] == len(units), (view.now, sid)
             assert policy._free(view, sid) == max(0, server.gpus - load), (view.now, sid)
             assert (sid in policy._index.overloaded) == (load > server.gpus), (view.now, sid)
+        assert policy._busy.value == math.fsum(policy._busy_part.values()), view.now
+        assert policy._trials == {pid for pid, p in policy._packs.items() if not p.kept}
 
 
 def test_figures_match_a_recount_through_packing_and_migration():
@@ -80,14 +84,15 @@ def test_a_completion_between_rounds_opens_a_defragmentation_move():
 def test_a_job_that_surely_waits_does_not_hold_up_the_queue():
     """1 × 4 GPUs held by four 1-GPU jobs (affinity 1). `big` (2 GPUs) has no free GPUs and
     no server of its affinity: it waits. `small` (1 GPU), behind it, over-subscribes the
-    affinity-1 server at once. Only when r0 and r1 have both ended are two GPUs free for
-    `big`."""
+    affinity-1 server at once (with a fluid share, so it ends before r0). Only when r0 and
+    r1 have both ended are two GPUs free for `big`."""
     jobs = [JobSpec(f"r{i}", 0.0, 1, 100.0 if i < 2 else 9000.0, model="resnet50")
             for i in range(4)]
     jobs += [JobSpec("big", 1.0, 2, 500.0, model="resnet50"),
              JobSpec("small", 1.0, 1, 50.0, model="resnet50")]
     sim = Simulation(cluster(1, 4), Workload(tuple(jobs)),
-                     create_policy("gandiva", {"introspective": False}),
+                     create_policy("gandiva", {"introspective": False,
+                                               "time_slicing": "fluid"}),
                      config=EngineConfig(max_time=1000.0))
     sim.run()
     jobs = sim.state.jobs
