@@ -55,7 +55,8 @@ class Migrate:
 
 @dataclass(frozen=True, slots=True)
 class SetShare:
-    """Set the fraction of its GPUs' time a running job gets (time-slicing, interleaving).
+    """Set the fraction of its GPUs' time a running job gets (time-slicing, interleaving);
+    0 suspends it in place (it keeps its GPUs and makes no progress until a later share).
 
     `share` may exceed 1/k for k jobs on one GPU only when interleaving overlaps their
     stages (Muri); the policy that shares GPUs answers for the number.

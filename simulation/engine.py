@@ -553,8 +553,8 @@ class Simulation:
             self._reschedule_completion(job)
         elif isinstance(decision, SetShare):
             job = state.job(decision.job_id, status=JobStatus.RUNNING)
-            if not 0 < decision.share <= 1:
-                raise InvalidDecision(f"share {decision.share} of {job.job_id} not in (0, 1]")
+            if not 0 <= decision.share <= 1:
+                raise InvalidDecision(f"share {decision.share} of {job.job_id} not in [0, 1]")
             self._settle(job, now)
             job.share = decision.share
             self._reschedule_completion(job)

@@ -74,9 +74,7 @@ from simulation.view import ClusterView, JobView, ServerView
 
 QueueGroup = tuple[int, str, str | None]  # (GPUs asked, own pool, GPU type): same candidates
 Unit = object  # what time-slicing turns over on a server: a job id, or ("pack", pack id)
-# The share of a suspended job: the engine's SetShare takes no zero, so a suspended job keeps
-# a billionth of its speed (under 0.1 ms of work per day suspended).
-SUSPENDED = 1e-9
+SUSPENDED = 0.0  # the share of a job swapped out by time-slicing: it keeps its GPUs
 
 
 @dataclass(slots=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from simulation.decisions import Launch, Slot
+from simulation.decisions import Launch, SetShare, Slot
 from simulation.engine import EngineConfig, Simulation
 from simulation.errors import InputError, InvalidDecision
 from simulation.model import InferenceLoad, JobSpec, PoolKind
@@ -97,6 +97,35 @@ def test_engine_refuses_an_over_commitment_loudly():
     )
     with pytest.raises(InvalidDecision, match="over-commit"):
         sim.run()
+
+
+class SuspendingA(Policy):
+    """Launches A at 0 with share `first`; at B's arrival (50) launches B and gives A 1."""
+
+    name = "test-suspend"
+
+    def __init__(self, first: float) -> None:
+        super().__init__()
+        self.first = first
+
+    def schedule(self, view):
+        if "A" in view.queue:
+            yield Launch("A", (Slot("training-1", 1),))
+            yield SetShare("A", self.first)
+        if "B" in view.queue:
+            yield Launch("B", (Slot("training-1", 1),))
+            yield SetShare("A", 1.0)
+
+
+def test_a_share_of_zero_suspends_a_job_in_place():
+    # A (100 s) holds its GPU but does nothing from 0 to 50, then runs at full speed: it ends
+    # at 50 + 100 = 150, not preempted (a SetShare is not a restart: no restart overhead).
+    jobs = workload(JobSpec("A", 0, 1, 100), JobSpec("B", 50, 1, 10))
+    rows = {row["job_id"]: row for row in
+            Simulation(training_cluster(1, 2), jobs, SuspendingA(0.0)).run().jobs}
+    assert (rows["A"]["end"], rows["A"]["preemptions"], rows["B"]["end"]) == (150.0, 0, 60.0)
+    with pytest.raises(InvalidDecision, match=r"not in \[0, 1\]"):
+        Simulation(training_cluster(1, 2), jobs, SuspendingA(-0.5)).run()
 
 
 def test_inference_servers_are_lent_then_reclaimed_with_preemption():
