@@ -106,7 +106,8 @@ def bench_basic_scenario() -> None:
                             inference_load=load)
     wall, cpu = time.perf_counter() - start, time.process_time() - cpu
     s = result.summary
-    print(f"Basic scenario, {len(workload)} jobs, 15 days, 3,544 + 4,160 GPUs: {wall:.1f} s "
+    print(f"Basic scenario, {len(workload)} jobs, 15 days, 3,544 V100 + 1,040 V100-eq. of T4: "
+          f"{wall:.1f} s "
           f"wall, {cpu:.1f} s CPU (target <= 60 s); mean JCT {s['jct']['mean']:.0f} s, "
           f"mean queuing {s['queuing']['mean']:.0f} s, preemptions {s['preemptions']}")
 

@@ -25,7 +25,7 @@ def test_every_named_scenario_is_runnable_in_small() -> None:
         _, engine = split_settings(scenario.policy, scenario.settings)
         engine_config(engine, seed=0)
         cluster = cluster_spec_from_dict(scenario.cluster)
-        assert cluster.total_gpus == 3544 + 4160
+        assert cluster.total_gpus == 3544 + 4160 // 4  # T4 in V100-equivalents
         small = dict(scenario.workload, num_jobs=60, duration_days=0.2)
         small["gpu_types"] = tuple(tuple(x) for x in small["gpu_types"])
         spec = dataclasses.replace(GeneratorSpec(), **small)
