@@ -84,8 +84,8 @@ class JobView:
         """The running time at the requested size the scheduler *believes* (may be wrong)."""
         return self._job.predicted_duration
 
-    # The three measures below are read for every running job in every round of the
-    # preemptive policies, so they read the record directly instead of via other properties.
+    # The measures below are read for every running job in every round of the preemptive
+    # policies, so they read the record directly instead of via other properties.
 
     @property
     def progress_line(self) -> tuple[float, float, float] | None:
