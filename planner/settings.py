@@ -223,7 +223,7 @@ REST_FRAMEWORK = {
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
     # JSON bodies only (uploads name MultiPartParser themselves), bounded and checked.
     "DEFAULT_PARSER_CLASSES": ["planner.live.parsers.FastJSONParser"],
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
+    "DEFAULT_PAGINATION_CLASS": "planner.core.pagination.StrictPageNumberPagination",
     "PAGE_SIZE": 50,
     "DEFAULT_SCHEMA_CLASS": "planner.core.schema.PlannerAutoSchema",
 }

@@ -6,12 +6,12 @@ from django.http import HttpResponse
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import generics, serializers, status
 from rest_framework.exceptions import NotFound, ValidationError
-from rest_framework.pagination import PageNumberPagination
 from rest_framework.parsers import MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from planner.core.pagination import StrictPageNumberPagination
 from planner.core.roles import API_AUTHENTICATION, CanPlan, CanRead
 from planner.core.throttling import SharedScopedThrottle
 from planner.scenarios import selectors, services
@@ -85,7 +85,7 @@ class RunListApi(WhatIfRead, generics.ListAPIView):
     """
 
     serializer_class = RunOutputSerializer
-    pagination_class = PageNumberPagination
+    pagination_class = StrictPageNumberPagination
     filter_backends: list[type] = []  # the filters are validated below
 
     class FilterSerializer(serializers.Serializer):

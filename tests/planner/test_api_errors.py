@@ -66,3 +66,14 @@ def test_a_form_body_over_the_limit_under_api_is_json_413(production, staff_clie
 
     assert response.status_code == 413 and response["Content-Type"] == "application/json"
     assert "PLANNER_MAX_REQUEST_MB" in response.json()["request"][0]
+
+
+@pytest.mark.parametrize("url", ["/api/v1/clusters/", "/api/v1/runs/"])
+@pytest.mark.parametrize(("page", "status"), [("", 404), ("abc", 404), ("1", 200)])
+def test_an_empty_page_number_is_an_invalid_page(production, staff_client, url, page, status):
+    # DRF alone reads `?page=` as page 1; an empty number is as invalid as `abc`.
+    response = staff_client.get(f"{url}?page={page}")
+
+    assert response.status_code == status
+    if status == 404:
+        assert response.json() == {"detail": "Invalid page."}
