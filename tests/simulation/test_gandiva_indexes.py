@@ -12,33 +12,23 @@ import math
 
 from simulation.decisions import Migrate
 from simulation.engine import EngineConfig, Simulation
-from simulation.model import ClusterSpec, GpuType, JobSpec, PoolKind, PoolSpec, Workload
+from simulation.model import JobSpec, Workload
 from simulation.policies.base import create_policy
 from simulation.policies.gandiva import ServerIndex
 from simulation.workloads.gandiva_edl import gandiva_cluster, gandiva_eight_model_workload
+from tests.simulation.test_gandiva import Recording, cluster
 
 
-def cluster(servers: int, gpus: int) -> ClusterSpec:
-    return ClusterSpec("c", {"P40": GpuType("P40", 1.0, 24.0)},
-                       (PoolSpec("gpu", PoolKind.TRAINING, "P40", servers, gpus),))
-
-
-class CheckedRounds:
+class CheckedRounds(Recording):
     """Runs the policy and, after every round, compares its figures with `_units`, its busy
     GPU-cores with an exact sum of the jobs' parts and its trial packs with the packs."""
 
     def __init__(self, policy):
-        self.policy = policy
-        self.decisions = []
+        super().__init__(policy)
         self.rounds = 0
 
-    def __getattr__(self, name):
-        return getattr(self.policy, name)
-
     def schedule(self, view):
-        for decision in self.policy.schedule(view):
-            self.decisions.append((view.now, decision))
-            yield decision
+        yield from super().schedule(view)
         self.rounds += 1
         policy = self.policy
         for sid, server in view.servers.items():
