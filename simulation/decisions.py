@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from simulation.share_cycle import ShareCycle
+
 
 @dataclass(frozen=True, slots=True)
 class Slot:
@@ -59,11 +61,13 @@ class SetShare:
     0 suspends it in place (it keeps its GPUs and makes no progress until a later share).
 
     `share` may exceed 1/k for k jobs on one GPU only when interleaving overlaps their
-    stages (Muri); the policy that shares GPUs answers for the number.
+    stages (Muri); the policy that shares GPUs answers for the number. With a `cycle`
+    (time-slicing in quanta) the share follows it from now on, and `share` is its `first`.
     """
 
     job_id: str
     share: float
+    cycle: ShareCycle | None = None
 
 
 Decision = Launch | Preempt | Resize | Migrate | SetShare

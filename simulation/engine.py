@@ -35,7 +35,7 @@ from simulation.metrics import RunResult, build_result
 from simulation.model import ClusterSpec, InferenceLoad, PoolKind, Workload
 from simulation.policies.base import Policy
 from simulation.reclaim import ReclaimStrategy, get_reclaim_strategy
-from simulation.state import ClusterState, JobState, JobStatus
+from simulation.state import WORK_TOLERANCE, ClusterState, JobState, JobStatus
 from simulation.throughput import (
     ThroughputModel,
     imperfect_scaling,
@@ -45,7 +45,6 @@ from simulation.throughput import (
 from simulation.view import Clock, ClusterView
 
 COMPLETION, LOAN, TICK = 0, 1, 3
-_EPSILON = 1e-6
 _MIN_WAKEUP = 1e-3  # a policy wakeup is never at the current instant (that would spin)
 _PROGRESS_CHECK_LOOPS = 1024  # how often the loop looks at the wall clock
 _PROGRESS_QUIET_SECONDS = 2.0  # longest wall time between two progress calls
@@ -452,7 +451,7 @@ class Simulation:
         job_id = job.job_id
         now = self.clock.now
         self._settle(job, now)
-        if job.remaining_work > _EPSILON * max(1.0, job.spec.duration):
+        if job.remaining_work > WORK_TOLERANCE * max(1.0, job.spec.duration):
             self._reschedule_completion(job)  # float drift: not quite done yet
             return False
         job.remaining_work = 0.0
@@ -521,6 +520,7 @@ class Simulation:
             job.version += 1
             job.rate = 0.0
             job.share = 1.0
+            job.cycle = None
             job.join_at = 0.0
             if not job.spec.checkpoint:
                 job.remaining_work = job.spec.duration
@@ -555,8 +555,16 @@ class Simulation:
             job = state.job(decision.job_id, status=JobStatus.RUNNING)
             if not 0 <= decision.share <= 1:
                 raise InvalidDecision(f"share {decision.share} of {job.job_id} not in [0, 1]")
+            cycle = decision.cycle
+            if cycle is not None:
+                problem = cycle.problem(now)
+                if problem is None and cycle.first != decision.share:
+                    problem = f"first share {cycle.first} is not the share {decision.share}"
+                if problem is not None:
+                    raise InvalidDecision(f"share cycle of {job.job_id}: {problem}")
             self._settle(job, now)
-            job.share = decision.share
+            job.share = 1.0 if cycle is not None else decision.share
+            job.cycle = cycle
             self._reschedule_completion(job)
         else:
             raise InvalidDecision(f"unknown decision {decision!r}")
@@ -565,7 +573,9 @@ class Simulation:
         """The rate `job` is actually training at, at `now` (old workers, paused, or full)."""
         if job.join_at > now:
             return job.join_rate
-        return 0.0 if now < job.paused_until else job.rate
+        if now < job.paused_until:
+            return 0.0
+        return job.rate if job.cycle is None else job.rate * job.cycle.share_at(now)
 
     def _scaling_overhead(
         self, job: JobState, grew: bool, old_gpus: int, training_rate: float

@@ -16,6 +16,7 @@ from enum import StrEnum
 from simulation.decisions import Placement
 from simulation.errors import InvalidDecision
 from simulation.model import ClusterSpec, JobSpec, PoolKind
+from simulation.share_cycle import ShareCycle
 
 # Looking an enum member up (`PoolKind.INFERENCE`) costs ~0.1 µs, and these are read for every
 # placement check, free-GPU index move and new job.
@@ -38,6 +39,8 @@ class JobStatus(StrEnum):
 
 
 _PENDING = JobStatus.PENDING  # see _INFERENCE
+# Work left below this fraction of a job's duration (at least 1 s) is float drift: done.
+WORK_TOLERANCE = 1e-6
 
 
 class ServerState:
@@ -75,7 +78,7 @@ class JobState:
         "last_update", "paused_until", "attained_gpu_seconds", "run_seconds",
         "first_start", "end_time", "queued_since", "queued_seconds", "preemptions",
         "scaling_ops", "migrations", "overhead_gpu_seconds", "version", "early_feedback_time",
-        "predicted_duration", "index", "join_at", "join_rate", "join_gpus",
+        "predicted_duration", "index", "join_at", "join_rate", "join_gpus", "cycle",
     )
 
     def __init__(self, spec: JobSpec, index: int = 0) -> None:
@@ -107,6 +110,9 @@ class JobState:
         self.join_at = 0.0
         self.join_rate = 0.0
         self.join_gpus = 0
+        # A share that steps at known times (time-slicing in quanta): `share` is then 1 and
+        # the cycle scales `rate` over time.
+        self.cycle: ShareCycle | None = None
 
     @property
     def job_id(self) -> str:
@@ -124,7 +130,8 @@ class JobState:
             work += self.join_rate * (min(t1, self.join_at) - t0)
         start = max(t0, self.paused_until)
         if t1 > start and self.rate > 0:
-            work += self.rate * (t1 - start)
+            cycle = self.cycle
+            work += self.rate * (t1 - start if cycle is None else cycle.integral(start, t1))
         return work
 
     def time_to_work(self, t0: float, work: float) -> float:
@@ -136,7 +143,11 @@ class JobState:
             work -= before_join
         if self.rate <= 0:
             return math.inf
-        return max(t0, self.paused_until) + work / self.rate
+        start = max(t0, self.paused_until)
+        if self.cycle is not None:
+            slack = WORK_TOLERANCE / 2 * max(1.0, self.spec.duration) / self.rate
+            return self.cycle.time_to(start, work / self.rate, slack)
+        return start + work / self.rate
 
 
 class ClusterState:

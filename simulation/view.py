@@ -61,7 +61,9 @@ class JobView:
 
     @property
     def share(self) -> float:
-        return self._job.share
+        """The fraction of its GPUs' time the job gets now."""
+        job = self._job
+        return job.share if job.cycle is None else job.cycle.share_at(self._clock.now)
 
     @property
     def submit_time(self) -> float:
@@ -92,9 +94,10 @@ class JobView:
         """(left, since, rate) such that `remaining_work` at any later time t is, to the bit,
         max(0, left - rate * max(0, t - since)), until the job's next progress reset
         (`ClusterView.progress_resets_since`); None while a stop-free scale-out's old workers
-        train at their own rate (the work is then piecewise)."""
+        train at their own rate, or while its share follows a cycle (the work is then
+        piecewise)."""
         job = self._job
-        if job.join_at > job.last_update and job.join_rate > 0:
+        if (job.join_at > job.last_update and job.join_rate > 0) or job.cycle is not None:
             return None
         return job.remaining_work, max(job.last_update, job.paused_until), job.rate
 

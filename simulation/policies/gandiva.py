@@ -59,6 +59,7 @@ floating-point sums (tests/simulation/test_gandiva_indexes.py).
 
 from __future__ import annotations
 
+import heapq
 import math
 from bisect import bisect_left, bisect_right, insort
 from collections import Counter
@@ -70,11 +71,21 @@ from simulation.dlt_models import model_info
 from simulation.model import JobSpec, PoolKind
 from simulation.policies.base import Param, Policy, register
 from simulation.policies.ordering import pool_preference
+from simulation.policies.time_slicing import (
+    SUSPENDED,
+    RotationPlan,
+    ShareSequence,
+    Unit,
+    lowest,
+    plan_rotation,
+    shifted,
+    turn,
+    unit_sequence,
+)
+from simulation.share_cycle import ShareCycle
 from simulation.view import ClusterView, JobView, ServerView
 
 QueueGroup = tuple[int, str, str | None]  # (GPUs asked, own pool, GPU type): same candidates
-Unit = object  # what time-slicing turns over on a server: a job id, or ("pack", pack id)
-SUSPENDED = 0.0  # the share of a job swapped out by time-slicing: it keeps its GPUs
 
 
 @dataclass(slots=True)
@@ -145,37 +156,6 @@ class ServerTally:
     def need(self) -> int | None:
         """The fewest GPUs of a job defragmentation may move off (None: none)."""
         return min(self.movable) if self.movable else None
-
-
-_EXACT_SCALE = 1 << 1074  # 2**-1074 is the smallest float step: every float is a multiple
-
-
-class ExactSum:
-    """A running sum of floats kept exactly, as an integer count of 2**-1074.
-
-    Adding or removing one term costs the same however many there are, and `value` is the
-    correctly rounded sum whatever the order the terms came in: the busy GPU-cores of a round
-    follow the jobs whose share changed instead of re-adding every running job's part."""
-
-    __slots__ = ("_units",)
-
-    def __init__(self) -> None:
-        self._units = 0
-
-    @staticmethod
-    def _scaled(x: float) -> int:
-        numerator, denominator = x.as_integer_ratio()  # denominator: a power of two
-        return numerator << (1075 - denominator.bit_length())
-
-    def add(self, x: float) -> None:
-        self._units += self._scaled(x)
-
-    def remove(self, x: float) -> None:
-        self._units -= self._scaled(x)
-
-    @property
-    def value(self) -> float:
-        return self._units / _EXACT_SCALE
 
 
 def packing_capacity(models: list[str]) -> float:
@@ -336,6 +316,8 @@ class Gandiva(Policy):
               bounds=(0.0, 1.0)),
         Param("defrag_threshold", int, 3, "defragment while a server has this many free",
               bounds=(0, 64)),
+        Param("log_utilisation", bool, False,
+              "log busy GPU-cores every round (§6.3's utilisation; a pass over running jobs)"),
     )
     introspective: bool
     time_slice: float
@@ -347,11 +329,12 @@ class Gandiva(Policy):
     idle_timeout: float
     pack_max_util: float
     defrag_threshold: int
+    log_utilisation: bool
 
     def __init__(self, **values: object) -> None:
         super().__init__(**values)
         self.interval = self.time_slice  # one scheduling round per quantum
-        self.counters: dict[str, float] = dict.fromkeys(
+        self._counts: dict[str, float] = dict.fromkeys(
             ("packings", "packings_kept", "packings_undone", "suspends", "migrations",
              "grows", "shrinks", "oversubscribed_launches"), 0)
         self.utilisation_log: list[tuple[float, float]] = []
@@ -369,8 +352,9 @@ class Gandiva(Policy):
         self._suspend_rate = 0.0  # suspensions per second at the last round's shares
         self._quanta = self.time_slicing == "quanta"
         self._quantum_start = -math.inf
-        self._rotation: dict[str, list[Unit]] = {}  # time-slicing server -> its units in turn
-        self._unit_share: dict[str, dict[Unit, float]] = {}  # ... -> each unit's share
+        self._plans: dict[str, RotationPlan] = {}  # time-slicing server -> its quanta ahead
+        self._cycled: set[str] = set()  # jobs whose share follows a `ShareCycle`
+        self._expiring: list[tuple[float, str]] = []  # (expiry, server) of expiring plans
         # What changed since when: the engine's allocation and queue logs are read up to
         # these marks; every job or pack change marks its servers in the sets below.
         self._alloc_mark = 0
@@ -395,9 +379,6 @@ class Gandiva(Policy):
         self._launches = 0
         self._model_of: dict[str, str] = {}
         self._gpu_util: dict[str, float] = {}
-        self._anywhere: set[str] = set()  # jobs whose model is locality-insensitive
-        self._busy_part: dict[str, float] = {}  # job -> busy GPU-cores
-        self._busy = ExactSum()  # of `_busy_part`
         self._spread: set[str] = set()  # more than one slot
         self._grown: set[str] = set()  # more GPUs than asked for
         self._pack_candidates: list[tuple[float, str]] = []  # (GPU utilisation, job), sorted
@@ -410,6 +391,13 @@ class Gandiva(Policy):
         self._groups: dict[QueueGroup, list[int]] = {}
         self._queue_seq = 0
 
+    @property
+    def counters(self) -> dict[str, float]:
+        """The counters, with the suspensions of the quanta played out so far."""
+        for plan in self._plans.values():
+            self._counts["suspends"] += plan.suspends_through(self._quantum_of(plan))
+        return self._counts
+
     # -- round ----------------------------------------------------------------------------
 
     def schedule(self, view: ClusterView) -> Iterator[Decision]:
@@ -421,7 +409,7 @@ class Gandiva(Policy):
 
     def _place_and_move(self, view: ClusterView) -> Iterator[Decision]:
         now = view.now
-        self.counters["suspends"] += self._suspend_rate * (now - self._last_round)
+        self._counts["suspends"] += self._suspend_rate * (now - self._last_round)
         self._last_round = now
         self._check_availability(view)
         self._departed = False
@@ -482,9 +470,8 @@ class Gandiva(Policy):
         if not placement:  # finished or preempted
             if old is not None:
                 self._departed = True
-                self._busy.remove(self._busy_part.pop(job_id))
+                self._cycled.discard(job_id)
                 del self._rank[job_id], self._model_of[job_id], self._gpu_util[job_id]
-                self._anywhere.discard(job_id)
             self._spread.discard(job_id)
             self._grown.discard(job_id)
             self._set_pack_candidate(job_id, None)
@@ -494,11 +481,7 @@ class Gandiva(Policy):
             self._rank[job_id] = self._launches
             self._launches += 1
             self._model_of[job_id] = job.spec.model
-            info = model_info(job.spec.model)
-            self._gpu_util[job_id] = info.gpu_util
-            if info.inter_server_locality == info.intra_server_locality == 1.0:
-                self._anywhere.add(job_id)
-            self._busy_part[job_id] = 0.0  # set by `_set_shares`: its servers are marked
+            self._gpu_util[job_id] = model_info(job.spec.model).gpu_util
         if len(placement) > 1:
             self._spread.add(job_id)
         else:
@@ -684,11 +667,18 @@ class Gandiva(Policy):
         return packing_capacity(models) / len(members)
 
     def _slice_share(self, view: ClusterView, sid: str, unit: Unit) -> float:
-        """The time-slicing share of `unit` on server `sid` (1.0 if it does not slice)."""
+        """The time-slicing share of `unit` on server `sid` this quantum (1.0 if it does
+        not slice)."""
         if not self._quanta:
             return self._time_share(view, sid)
-        shares = self._unit_share.get(sid)
-        return 1.0 if shares is None else shares.get(unit, 1.0)  # a pack not yet turned
+        plan = self._plans.get(sid)
+        if plan is None:
+            return 1.0
+        return plan.slice(self._quantum_of(plan)).shares.get(unit, 1.0)  # a pack not yet turned
+
+    def _quantum_of(self, plan: RotationPlan) -> int:
+        """The number, in `plan`, of the quantum the last boundary round started."""
+        return plan.index(self._quantum_start, self.time_slice)
 
     def _unit_rank(self, unit: Unit) -> int:
         """Launch order of a unit (a pack: of its earliest member), to order newcomers."""
@@ -697,27 +687,33 @@ class Gandiva(Policy):
         return self._rank[str(unit)]
 
     def _rotate(self, view: ClusterView, sid: str, boundary: bool) -> None:
-        """Suspend/resume round robin on one server (time_slicing = "quanta", §4.1, §6.1).
+        """Re-plan suspend/resume round robin on a server whose units changed
+        (time_slicing = "quanta", §4.1, §6.1; the rotation itself is in `time_slicing`).
 
-        The server's units (a job, or a pack as one 1-GPU unit) stand in a rotation; the
-        units at its front that fit the server's GPUs run, the rest are suspended. At a
-        quantum boundary the units that ran go to the back, in order, and the front runs
-        next. Between boundaries the running units keep running and a GPU that frees up
-        (a departure) is given to the next suspended unit at once. Newcomers join at the
-        back (a pack takes the place of the member it was packed onto). A unit resumed
-        after a suspension pays `switch_overhead` (suspend + resume together, §4.1) out of
-        the rest of its quantum, as a share 1 - overhead / (time left in the quantum): the
-        engine has no pause decision, so its progress is exact at the quantum's end and
-        early by at most the overhead within it. A job that starts, or keeps its GPUs,
-        pays nothing."""
+        The units keep their place in the rotation of the plan in effect; newcomers join at
+        the back (a pack takes the place of the member it was packed onto). At a quantum
+        boundary the units that ran go to the back first; between boundaries the running
+        units keep running and a GPU that frees up (a departure) goes to the next suspended
+        unit at once. A unit resumed after a suspension pays `switch_overhead` (suspend +
+        resume together, §4.1) out of the rest of its quantum, as a share 1 - overhead /
+        (time left in the quantum): the engine has no pause decision, so its progress is
+        exact at the quantum's end and early by at most the overhead within it. A job that
+        starts, or keeps its GPUs, pays nothing. From the next boundary on, the rotation
+        turns unchanged until the server's units change again: `plan_rotation` plays it
+        forward once and the plan holds every quantum."""
         units = self._units(view, sid)
         gpus = view.servers[sid].gpus
+        plan = self._plans.pop(sid, None)
+        rotation: list[Unit] = []
+        old: dict[Unit, float] = {}
+        if plan is not None:  # the quantum in effect before this round (at a boundary: ended)
+            before = self._quantum_of(plan) - boundary
+            self._counts["suspends"] += plan.suspends_through(before)
+            current = plan.slice(before)
+            rotation = [u for u in current.rotation if u in units]
+            old = dict(current.shares)
         if sum(units.values()) <= gpus:
-            self._rotation.pop(sid, None)
-            self._unit_share.pop(sid, None)
             return
-        old = self._unit_share.get(sid, {})
-        rotation = [u for u in self._rotation.get(sid, ()) if u in units]
         listed = set(rotation)
         for unit in sorted((u for u in units if u not in listed), key=self._unit_rank):
             if isinstance(unit, tuple):
@@ -730,80 +726,50 @@ class Gandiva(Policy):
             else:
                 rotation.append(unit)
         ran = [u for u in rotation if u in old and old[u] > SUSPENDED]
-        running = set() if boundary else set(ran)
         if boundary:
             turned = set(ran)
             rotation = [u for u in rotation if u not in turned] + ran
-        free = gpus - sum(units[u] for u in running)
         left = self._quantum_start + self.time_slice - view.now
         resumed = max(SUSPENDED, 1.0 - self.switch_overhead / left) if left > 0 else SUSPENDED
-        shares: dict[Unit, float] = {}
-        for unit in rotation:
-            if unit in running and not boundary:
-                shares[unit] = old[unit]
-            elif units[unit] <= free:
-                free -= units[unit]
-                shares[unit] = resumed if old.get(unit) == SUSPENDED else 1.0
-            else:
-                shares[unit] = SUSPENDED
-                self.counters["suspends"] += old.get(unit, SUSPENDED) > SUSPENDED
-        self._rotation[sid] = rotation
-        self._unit_share[sid] = shares
+        first = turn(rotation, old, units, gpus, set() if boundary else set(ran), resumed)
+        self._counts["suspends"] += first.suspends
+        full = max(SUSPENDED, 1.0 - self.switch_overhead / self.time_slice)
+        # A job spread over servers runs at its slowest part's share: its servers' plans
+        # expire rather than loop, so its sequence need not repeat with both periods.
+        loops = not any(j in self._spread for j in view.servers[sid].jobs)
+        plan = plan_rotation(self._quantum_start, first, units, gpus, full, loops)
+        self._plans[sid] = plan
+        if plan.expires:
+            heapq.heappush(self._expiring, (plan.expiry(self.time_slice), sid))
 
     def _set_shares(self, view: ClusterView) -> Iterator[Decision]:
         """Shares of the jobs on servers that changed (no other job's share can have), in
-        the engine's running order; their busy GPU-cores replace their old ones in the sum.
-        With quanta, a round a quantum after the last boundary is the next boundary: every
-        time-slicing server turns its rotation."""
+        the engine's running order. With quanta, a round a quantum after the last boundary
+        is the next boundary; only servers whose units changed are re-planned, and each of
+        their jobs gets its shares for every quantum ahead as one `ShareCycle`."""
         if self._quanta:
             boundary = view.now >= self._quantum_start + self.time_slice - 1e-9
             if boundary:
                 self._quantum_start = view.now
-                self._touched_shares.update(self._rotation)
+                self._replan_expired(view.now)
             for sid in sorted(self._touched_shares, key=self._order.__getitem__):
                 self._rotate(view, sid, boundary)
-        if not self._touched_shares:
-            self.utilisation_log.append((view.now, self._busy.value))  # no share changed
-            return
         touched, self._touched_shares = self._touched_shares, set()
         jobs: set[str] = set()
         for sid in touched:
             jobs.update(view.servers[sid].jobs)
-        time_share: dict[str, float] = {}  # per server: the same for all its jobs
-        plain_share: dict[str, float] = {}  # per server: the share of a plain job there
-        busy, busy_part, gpu_util, pack_of, anywhere, where = (
-            self._busy, self._busy_part, self._gpu_util, self._pack_of, self._anywhere,
-            self._where)
         for job_id in sorted(jobs, key=self._rank.__getitem__):
             job = view.job(job_id)
-            servers = where[job_id]
             if self._quanta:
-                share = min(self._slice_share(view, sid, self._unit_of(job_id, sid))
-                            for sid in servers)
-                if share > SUSPENDED:
-                    share *= self._pack_factor(job_id) * self._locality(view, job)
-                    share = min(1.0, max(share, 1e-6))
-            elif len(servers) == 1 and job_id in anywhere and job_id not in pack_of:
-                # One slot, unpacked, locality-insensitive: the factor below is 1.0, and
-                # x * 1.0 is x, so the share is the server's.
-                share = plain_share.get(servers[0])
-                if share is None:
-                    share = min(1.0, max(self._time_share(view, servers[0]), 1e-6))
-                    plain_share[servers[0]] = share
-            else:
-                for sid in servers:
-                    if sid not in time_share:
-                        time_share[sid] = self._time_share(view, sid)
-                share = min(time_share[sid] for sid in servers)
-                share *= self._pack_factor(job_id) * self._locality(view, job)
-                share = min(1.0, max(share, 1e-6))
-            part = job.gpus * share * gpu_util[job_id]
-            busy.remove(busy_part[job_id])
-            busy.add(part)
-            busy_part[job_id] = part
+                yield from self._share_cycle(view, job)
+                continue
+            share = min(self._time_share(view, sid) for sid in self._where[job_id])
+            share *= self._pack_factor(job_id) * self._locality(view, job)
+            share = min(1.0, max(share, 1e-6))
             if abs(share - job.share) > 1e-12:
                 yield SetShare(job_id, share)
-        self.utilisation_log.append((view.now, busy.value))
+        if self.log_utilisation:
+            self.utilisation_log.append((view.now, self._busy_gpu_cores(view)))
         if self._quanta:
             return  # `_rotate` counts the suspensions it makes
         rate = 0.0
@@ -812,6 +778,67 @@ class Gandiva(Policy):
             n, load = view.servers[sid].gpus, index.load[sid]
             rate += index.units[sid] * min(n, load - n) / load
         self._suspend_rate = rate / self.time_slice
+
+    def _replan_expired(self, now: float) -> None:
+        """Servers whose plan ends with the quantum that just ended are planned afresh."""
+        expiring = self._expiring
+        while expiring and expiring[0][0] <= now + 1e-9:
+            at, sid = heapq.heappop(expiring)
+            plan = self._plans.get(sid)
+            if plan is not None and plan.expires and abs(plan.expiry(self.time_slice) - at) < 1e-6:
+                self._touched_shares.add(sid)
+
+    def _job_share(self, view: ClusterView, job: JobView, slice_share: float) -> float:
+        """A job's share from its time-slicing share: packing and locality slow it."""
+        if slice_share <= SUSPENDED:
+            return SUSPENDED
+        share = slice_share * self._pack_factor(job.job_id) * self._locality(view, job)
+        return min(1.0, max(share, 1e-6))
+
+    def _share_cycle(self, view: ClusterView, job: JobView) -> Iterator[SetShare]:
+        """`job`'s share for every quantum from this one on: on each of its servers its
+        unit's share in the server's plan, the lowest of them, slowed by packing and
+        locality; a share that stays the same is a plain `SetShare`."""
+        job_id = job.job_id
+        sequence: ShareSequence | None = None
+        for sid in self._where[job_id]:
+            plan = self._plans.get(sid)
+            part = ([1.0], 0) if plan is None else unit_sequence(
+                plan, self._quantum_of(plan), self._unit_of(job_id, sid))
+            sequence = part if sequence is None else lowest(sequence, part)
+        assert sequence is not None
+        values, loop = sequence
+        factors: dict[float, float] = {}
+        for i, value in enumerate(values):
+            share = factors.get(value)
+            if share is None:
+                share = factors[value] = self._job_share(view, job, value)
+            values[i] = share
+        first = values[0]
+        if len(factors) == 1 or all(v == first for v in values):
+            if job_id in self._cycled or abs(first - job.share) > 1e-12:
+                self._cycled.discard(job_id)
+                yield SetShare(job_id, first)
+            return
+        rest, rest_loop = shifted((values, loop), 1)
+        self._cycled.add(job_id)
+        yield SetShare(job_id, first, ShareCycle(
+            first, self._quantum_start + self.time_slice, self.time_slice, tuple(rest),
+            rest_loop))
+
+    def _busy_gpu_cores(self, view: ClusterView) -> float:
+        """Σ GPUs × share × the model's GPU utilisation over the running jobs (Table 1's
+        utilisation), as this round leaves the shares."""
+        parts = []
+        for job_id, servers in self._where.items():
+            job = view.job(job_id)
+            if self._quanta:
+                share = self._job_share(view, job, min(
+                    self._slice_share(view, sid, self._unit_of(job_id, sid)) for sid in servers))
+            else:
+                share = job.share
+            parts.append(job.gpus * share * self._gpu_util[job_id])
+        return math.fsum(parts)
 
     # -- reactive placement (Algorithm 1) -------------------------------------------------
 
@@ -893,7 +920,7 @@ class Gandiva(Policy):
                 continue
             for slot in placement:
                 self._set_affinity(view, slot.server, job.spec.num_gpus)
-            self.counters["oversubscribed_launches"] += oversubscribed
+            self._counts["oversubscribed_launches"] += oversubscribed
             self._launched(job.job_id)
             yield Launch(job.job_id, placement)
 
@@ -1034,7 +1061,7 @@ class Gandiva(Policy):
                 if give <= 0:
                     continue
                 need -= give
-                self.counters["shrinks"] += 1
+                self._counts["shrinks"] += 1
                 yield Resize(victim.job_id, (Slot(server.id, victim.gpus - give),))
                 if need <= 0:
                     return
@@ -1061,7 +1088,7 @@ class Gandiva(Policy):
                         or job_id in self._pack_of):
                     continue
                 free -= room
-                self.counters["grows"] += 1
+                self._counts["grows"] += 1
                 base = Slot(sid, job.gpus - max(0, job.gpus - spec.num_gpus))
                 extra = job.gpus + room - base.gpus
                 yield Resize(job_id, (base, Slot(sid, extra, True)) if extra else (base,))
@@ -1120,7 +1147,7 @@ class Gandiva(Policy):
         return best[1] if best else None
 
     def _migrate(self, view: ClusterView, job: JobView, sid: str) -> Migrate:
-        self.counters["migrations"] += 1
+        self._counts["migrations"] += 1
         self._set_affinity(view, sid, job.spec.num_gpus)
         return Migrate(job.job_id, (Slot(sid, job.gpus),))
 
@@ -1208,11 +1235,11 @@ class Gandiva(Policy):
             if measured > 1.0 + 1e-9:
                 pack.kept = True
                 self._trials.discard(pid)
-                self.counters["packings_kept"] += 1
+                self._counts["packings_kept"] += 1
             else:
                 self._failed_combos.add(self._combo(pack.members))
                 self._changes += 1  # a combination packing may no longer try
-                self.counters["packings_undone"] += 1
+                self._counts["packings_undone"] += 1
                 self._dissolve(view, pid)
 
     def _solo_rate(self, view: ClusterView, job: JobView) -> float:
@@ -1279,7 +1306,7 @@ class Gandiva(Policy):
             self._list(job_id, pid)
             self._mark(sid)
             packed = True
-            self.counters["packings"] += 1
+            self._counts["packings"] += 1
             self._start_trial(view, pid)
         if not packed:
             self._pack_idle_at = self._changes

@@ -38,7 +38,7 @@ from simulation.workloads.gandiva_edl import (
 )
 
 WINDOW = (20 * 60.0, 200 * 60.0)  # §6.3's stable regime
-GANDIVA_63 = {"migration": False, "grow_shrink": False}
+GANDIVA_63 = {"migration": False, "grow_shrink": False, "log_utilisation": True}
 GANDIVA_64 = {"grow_shrink": False}
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from simulation.decisions import Launch, Migrate, Resize
+from simulation.decisions import Launch, Migrate, Resize, SetShare
 from simulation.engine import EngineConfig, Simulation
 from simulation.model import ClusterSpec, GpuType, JobSpec, PoolKind, PoolSpec, Workload
 from simulation.policies.base import create_policy
@@ -191,3 +191,19 @@ def test_quanta_rotate_three_jobs_on_two_gpus():
     sim.run()
     done = progress_at(sim, 150.0)
     assert {j: round(w, 6) for j, w in done.items()} == {"a": 120.0, "b": 90.0, "c": 90.0}
+
+
+def test_quanta_rotation_is_decided_once_per_change_not_per_quantum():
+    """1 × 2 GPUs, no switch cost, a, b, c of 1,000 s each: the rotation repeats every three
+    quanta (a b | c a | b c), each job running 120 s of every 180 s. After 8 periods
+    (1,440 s) each has done 960 s; in the 9th period's first quantum a and b finish their
+    last 40 s at 1,480, and c, suspended, takes a freed GPU at once and ends at 1,520.
+    Nothing changes on the server between 0 and 1,480, so each job is told its shares for
+    all 24 quanta once (a share cycle), not once per quantum."""
+    jobs = [JobSpec(name, 0.0, 1, 1000.0, model="resnet50") for name in "abc"]
+    result, policy = simulate(jobs, gpus=2, introspective=False, switch_overhead=0.0)
+    ends = {row["job_id"]: row["end"] for row in result.jobs}
+    assert ends == {"a": pytest.approx(1480.0), "b": pytest.approx(1480.0),
+                    "c": pytest.approx(1520.0)}
+    shares = [d for t, d in policy.decisions if isinstance(d, SetShare) and t < 1480.0]
+    assert len(shares) <= 3

@@ -8,7 +8,6 @@ from scratch, and check decisions that a stale figure would get wrong.
 from __future__ import annotations
 
 import itertools
-import math
 
 from simulation.decisions import Migrate
 from simulation.engine import EngineConfig, Simulation
@@ -20,8 +19,9 @@ from tests.simulation.test_gandiva import Recording, cluster
 
 
 class CheckedRounds(Recording):
-    """Runs the policy and, after every round, compares its figures with `_units`, its busy
-    GPU-cores with an exact sum of the jobs' parts and its trial packs with the packs."""
+    """Runs the policy and, after every round, compares its figures with `_units`, every
+    running job's share in the engine (a share cycle read at this instant) with the share
+    the policy's rotation plans give it, and its trial packs with the packs."""
 
     def __init__(self, policy):
         super().__init__(policy)
@@ -38,7 +38,11 @@ class CheckedRounds(Recording):
             assert policy._index.units[sid] == len(units), (view.now, sid)
             assert policy._free(view, sid) == max(0, server.gpus - load), (view.now, sid)
             assert (sid in policy._index.overloaded) == (load > server.gpus), (view.now, sid)
-        assert policy._busy.value == math.fsum(policy._busy_part.values()), view.now
+        for job_id, servers in policy._where.items():
+            job = view.job(job_id)
+            planned = policy._job_share(view, job, min(
+                policy._slice_share(view, sid, policy._unit_of(job_id, sid)) for sid in servers))
+            assert job.share == planned, (view.now, job_id)
         assert policy._trials == {pid for pid, p in policy._packs.items() if not p.kept}
 
 

@@ -1,0 +1,166 @@
+"""Round-robin time-slicing in quanta (Gandiva §4.1, §6.1), planned ahead per server.
+
+A time-slicing server's units (a job, or a pack of jobs on one GPU) stand in a rotation; the
+units at its front that fit the server's GPUs run, the rest are suspended. At each quantum
+boundary the units that ran go to the back, in order, and the front runs next; a unit
+resumed after a suspension pays the switch overhead out of its quantum. Until the server's
+units change, the rotation is deterministic, so `plan_rotation` plays it forward until it
+repeats: the plan is every quantum's shares, a prefix then a loop. A rotation of units of
+mixed sizes may take hundreds of quanta to repeat, so a plan looks at most `HORIZON` quanta
+ahead and then `expires`: the policy re-plans the server at that boundary, which turns the
+rotation exactly as the plan would have. The policy hands each job its part of the plan
+once (`ShareCycle`), instead of a share per job per quantum.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Mapping
+from dataclasses import dataclass
+
+Unit = Hashable  # a job id, or ("pack", pack id)
+SUSPENDED = 0.0  # the share of a unit swapped out: it keeps its GPUs
+HORIZON = 32  # quanta a plan looks ahead when its rotation has not repeated by then
+
+
+@dataclass(slots=True)
+class Slice:
+    """One quantum of a server: its rotation and each unit's share."""
+
+    rotation: tuple[Unit, ...]
+    shares: dict[Unit, float]
+    suspends: int  # units swapped out at the boundary into this quantum
+
+
+@dataclass(slots=True)
+class RotationPlan:
+    """The slices of a server from the quantum starting at `origin` on: `slices[i]` is
+    quantum i, and past the end the slices from `loop` on repeat, unless the plan `expires`
+    there (then `loop` is its last slice, a placeholder the policy never lets run).
+    `counted` is the last quantum whose suspends are in the policy's counter."""
+
+    origin: float
+    slices: list[Slice]
+    loop: int
+    expires: bool = False
+    counted: int = 0
+
+    def expiry(self, quantum: float) -> float:
+        """When an expiring plan must be replaced: the start of the quantum after its last."""
+        return self.origin + len(self.slices) * quantum
+
+    def index(self, quantum_start: float, quantum: float) -> int:
+        """The quantum number of the quantum starting at `quantum_start`."""
+        return round((quantum_start - self.origin) / quantum)
+
+    def slice(self, i: int) -> Slice:
+        n = len(self.slices)
+        return self.slices[i if i < n else self.loop + (i - self.loop) % (n - self.loop)]
+
+    def suspends_through(self, i: int) -> int:
+        """Suspensions at the boundaries into quanta counted + 1 .. i."""
+        total = 0
+        n, loop = len(self.slices), self.loop
+        j = self.counted + 1
+        while j <= i and j < n:
+            total += self.slices[j].suspends
+            j += 1
+        if j <= i:  # whole loops, then the rest
+            period = n - loop
+            per_loop = sum(s.suspends for s in self.slices[loop:])
+            loops, rest = divmod(i - j + 1, period)
+            total += loops * per_loop
+            offset = (j - loop) % period
+            total += sum(self.slices[loop + (offset + r) % period].suspends for r in range(rest))
+        self.counted = max(self.counted, i)
+        return total
+
+
+def turn(rotation: list[Unit], old: Mapping[Unit, float], units: Mapping[Unit, int],
+         gpus: int, running: set[Unit], resumed: float) -> Slice:
+    """Give the server's GPUs to `rotation`'s units in order: those in `running` keep their
+    share, the others take what is free, at `resumed` if they were suspended (full speed
+    if they were not running before), and the rest are suspended."""
+    free = gpus - sum(units[u] for u in running)
+    shares: dict[Unit, float] = {}
+    suspends = 0
+    for unit in rotation:
+        if unit in running:
+            shares[unit] = old[unit]
+        elif units[unit] <= free:
+            free -= units[unit]
+            shares[unit] = resumed if old.get(unit) == SUSPENDED else 1.0
+        else:
+            shares[unit] = SUSPENDED
+            suspends += old.get(unit, SUSPENDED) > SUSPENDED
+    return Slice(tuple(rotation), shares, suspends)
+
+
+def boundary_turn(current: Slice, units: Mapping[Unit, int], gpus: int, resumed: float
+                  ) -> Slice:
+    """The next quantum: the units that ran go to the back, in order, and the front runs."""
+    ran = [u for u in current.rotation if current.shares[u] > SUSPENDED]
+    turned = set(ran)
+    rotation = [u for u in current.rotation if u not in turned] + ran
+    return turn(rotation, current.shares, units, gpus, set(), resumed)
+
+
+def plan_rotation(origin: float, first: Slice, units: Mapping[Unit, int], gpus: int,
+                  resumed: float, loops: bool = True) -> RotationPlan:
+    """`first` then the boundary turns after it, until a slice repeats one before it (with
+    `loops`) or the plan holds `HORIZON` quanta."""
+    slices = [first]
+    seen = {_key(first): 0}
+    while len(slices) < HORIZON:
+        following = boundary_turn(slices[-1], units, gpus, resumed)
+        key = _key(following)
+        if key in seen and loops:
+            return RotationPlan(origin, slices, seen[key])
+        seen[key] = len(slices)
+        slices.append(following)
+    return RotationPlan(origin, slices, len(slices) - 1, expires=True)
+
+
+def _key(s: Slice) -> tuple:
+    return s.rotation, tuple(s.shares[u] for u in s.rotation)
+
+
+# A share sequence per quantum from the current one: (values, loop), the values from `loop`
+# on repeating.
+ShareSequence = tuple[list[float], int]
+
+
+def unit_sequence(plan: RotationPlan, start: int, unit: Unit) -> ShareSequence:
+    """`unit`'s shares in `plan` from quantum `start` on."""
+    n, loop = len(plan.slices), plan.loop
+    if start < loop:
+        return [s.shares.get(unit, 1.0) for s in plan.slices[start:]], loop - start
+    period = n - loop
+    offset = (start - loop) % period
+    order = [plan.slices[loop + (offset + r) % period] for r in range(period)]
+    return [s.shares.get(unit, 1.0) for s in order], 0
+
+
+def shifted(seq: ShareSequence, by: int) -> ShareSequence:
+    """The same sequence from `by` quanta later."""
+    values, loop = seq
+    if by <= loop:
+        return values[by:], loop - by
+    period = len(values) - loop
+    offset = (by - loop) % period
+    tail = values[loop:]
+    return tail[offset:] + tail[:offset], 0
+
+
+def lowest(a: ShareSequence, b: ShareSequence) -> ShareSequence:
+    """The quantum-by-quantum minimum of two sequences (a job spread over two servers runs
+    at the share of its slowest part). The policy gives such servers expiring plans, whose
+    sequences end in a single repeated share, so the result is no longer than its parts."""
+    (va, la), (vb, lb) = a, b
+    prefix = max(la, lb)
+    period = math.lcm(len(va) - la, len(vb) - lb)
+
+    def at(values: list[float], loop: int, i: int) -> float:
+        return values[i] if i < len(values) else values[loop + (i - loop) % (len(values) - loop)]
+
+    return [min(at(va, la, i), at(vb, lb, i)) for i in range(prefix + period)], prefix
