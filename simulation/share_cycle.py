@@ -99,14 +99,14 @@ class ShareCycle:
             t0 = self.start
         target = self._cumulative(t0) + amount
         k = self._quantum_reaching(target)
-        if k is None:
-            return math.inf
-        if slack > 0 and k > 0 and self.shares[self._index(k - 1)] <= 0:
+        if slack > 0 and (k is None or (k > 0 and self.shares[self._index(k - 1)] <= 0)):
             early = self._quantum_reaching(target - slack)
-            if early is not None and early < k:
+            if early is not None and (k is None or early < k):
                 end = self.start + (early + 1) * self.quantum
                 return max(t0, end - self.quantum + min(
                     self.quantum, (target - self._whole(early)) / self.shares[self._index(early)]))
+        if k is None:
+            return math.inf
         rest = max(0.0, target - self._whole(k))
         return max(self.start + k * self.quantum + rest / self.shares[self._index(k)], t0)
 

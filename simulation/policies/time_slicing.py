@@ -110,7 +110,7 @@ def plan_rotation(origin: float, first: Slice, units: Mapping[Unit, int], gpus: 
     """`first` then the boundary turns after it, until a slice repeats one before it (with
     `loops`) or the plan holds `HORIZON` quanta."""
     slices = [first]
-    seen = {_key(first): 0}
+    seen: dict[tuple, int] = {}  # not `first`: its suspends are a touch's, not a boundary's
     while len(slices) < HORIZON:
         following = boundary_turn(slices[-1], units, gpus, resumed)
         key = _key(following)

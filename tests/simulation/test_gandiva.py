@@ -199,7 +199,8 @@ def test_quanta_rotation_is_decided_once_per_change_not_per_quantum():
     (1,440 s) each has done 960 s; in the 9th period's first quantum a and b finish their
     last 40 s at 1,480, and c, suspended, takes a freed GPU at once and ends at 1,520.
     Nothing changes on the server between 0 and 1,480, so each job is told its shares for
-    all 24 quanta once (a share cycle), not once per quantum."""
+    all 24 quanta once (a share cycle), not once per quantum; the suspensions still count
+    one per boundary."""
     jobs = [JobSpec(name, 0.0, 1, 1000.0, model="resnet50") for name in "abc"]
     result, policy = simulate(jobs, gpus=2, introspective=False, switch_overhead=0.0)
     ends = {row["job_id"]: row["end"] for row in result.jobs}
@@ -207,3 +208,5 @@ def test_quanta_rotation_is_decided_once_per_change_not_per_quantum():
                     "c": pytest.approx(1520.0)}
     shares = [d for t, d in policy.decisions if isinstance(d, SetShare) and t < 1480.0]
     assert len(shares) <= 3
+    # each boundary 60, 120, ..., 1,440 swaps out the one unit that ran and goes back
+    assert result.summary["policy_counters"]["suspends"] == 24

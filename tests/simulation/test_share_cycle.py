@@ -78,3 +78,7 @@ def test_work_done_but_for_rounding_ends_with_its_quantum_not_its_next_turn():
     assert cycle.time_to(0.0, 60.0 + 1e-9, slack=1e-6) == 60.0
     assert cycle.time_to(0.0, 60.0 + 1e-9) == pytest.approx(120.0 + 1e-9)
     assert cycle.time_to(0.0, 60.0 + 1e-3, slack=1e-6) == pytest.approx(120.0 + 1e-3)
+    # and when the job is never to run again
+    last = ShareCycle(0.0, 60.0, 60.0, (1.0, 0.0), loop=1)
+    assert last.time_to(0.0, 60.0 + 1e-9, slack=1e-6) == 120.0
+    assert last.time_to(0.0, 60.0 + 1e-9) == math.inf
