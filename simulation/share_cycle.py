@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from bisect import bisect_left
 from dataclasses import dataclass, field
+from itertools import accumulate
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,10 +32,9 @@ class ShareCycle:
     prefix: tuple[float, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        sums = [0.0]
-        for share in self.shares:
-            sums.append(sums[-1] + share * self.quantum)
-        object.__setattr__(self, "prefix", tuple(sums))
+        q = self.quantum
+        object.__setattr__(self, "prefix", tuple(accumulate((s * q for s in self.shares),
+                                                            initial=0.0)))
 
     def problem(self, now: float) -> str | None:
         """What makes this cycle invalid at time `now`, or None."""
@@ -44,7 +44,8 @@ class ShareCycle:
             return f"quantum {self.quantum} is not positive"
         if self.start < now:
             return f"starts at {self.start}, before now ({now})"
-        if not all(0.0 <= s <= 1.0 for s in (self.first, *self.shares)):
+        if not (0.0 <= self.first <= 1.0 and 0.0 <= min(self.shares)
+                and max(self.shares) <= 1.0):
             return "has a share outside [0, 1]"
         return None
 

@@ -808,14 +808,10 @@ class Gandiva(Policy):
             sequence = part if sequence is None else lowest(sequence, part)
         assert sequence is not None
         values, loop = sequence
-        factors: dict[float, float] = {}
-        for i, value in enumerate(values):
-            share = factors.get(value)
-            if share is None:
-                share = factors[value] = self._job_share(view, job, value)
-            values[i] = share
+        slowed = {value: self._job_share(view, job, value) for value in set(values)}
+        values = [slowed[value] for value in values]
         first = values[0]
-        if len(factors) == 1 or all(v == first for v in values):
+        if len(slowed) == 1 or values.count(first) == len(values):
             if job_id in self._cycled or abs(first - job.share) > 1e-12:
                 self._cycled.discard(job_id)
                 yield SetShare(job_id, first)

@@ -122,7 +122,7 @@ def plan_rotation(origin: float, first: Slice, units: Mapping[Unit, int], gpus: 
 
 
 def _key(s: Slice) -> tuple:
-    return s.rotation, tuple(s.shares[u] for u in s.rotation)
+    return s.rotation, tuple(s.shares.values())  # `turn` fills `shares` in rotation order
 
 
 # A share sequence per quantum from the current one: (values, loop), the values from `loop`
