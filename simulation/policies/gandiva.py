@@ -72,6 +72,8 @@ from simulation.model import JobSpec, PoolKind
 from simulation.policies.base import Param, Policy, register
 from simulation.policies.ordering import pool_preference
 from simulation.policies.time_slicing import (
+    HORIZON,
+    MIN_HORIZON,
     SUSPENDED,
     RotationPlan,
     ShareSequence,
@@ -706,8 +708,10 @@ class Gandiva(Policy):
         plan = self._plans.pop(sid, None)
         rotation: list[Unit] = []
         old: dict[Unit, float] = {}
+        horizon = MIN_HORIZON
         if plan is not None:  # the quantum in effect before this round (at a boundary: ended)
             before = self._quantum_of(plan) - boundary
+            horizon = min(HORIZON, max(MIN_HORIZON, 2 * (before + 1)))  # it lasted before + 1
             self._counts["suspends"] += plan.suspends_through(before)
             current = plan.slice(before)
             rotation = [u for u in current.rotation if u in units]
@@ -737,7 +741,7 @@ class Gandiva(Policy):
         # A job spread over servers runs at its slowest part's share: its servers' plans
         # expire rather than loop, so its sequence need not repeat with both periods.
         loops = not any(j in self._spread for j in view.servers[sid].jobs)
-        plan = plan_rotation(self._quantum_start, first, units, gpus, full, loops)
+        plan = plan_rotation(self._quantum_start, first, units, gpus, full, loops, horizon)
         self._plans[sid] = plan
         if plan.expires:
             heapq.heappush(self._expiring, (plan.expiry(self.time_slice), sid))
@@ -782,7 +786,7 @@ class Gandiva(Policy):
     def _replan_expired(self, now: float) -> None:
         """Servers whose plan ends with the quantum that just ended are planned afresh."""
         expiring = self._expiring
-        while expiring and expiring[0][0] <= now + 1e-9:
+        while expiring and expiring[0][0] <= now + 1e-3:  # boundaries are a quantum apart
             at, sid = heapq.heappop(expiring)
             plan = self._plans.get(sid)
             if plan is not None and plan.expires and abs(plan.expiry(self.time_slice) - at) < 1e-6:

@@ -6,9 +6,11 @@ boundary the units that ran go to the back, in order, and the front runs next; a
 resumed after a suspension pays the switch overhead out of its quantum. Until the server's
 units change, the rotation is deterministic, so `plan_rotation` plays it forward until it
 repeats: the plan is every quantum's shares, a prefix then a loop. A rotation of units of
-mixed sizes may take hundreds of quanta to repeat, so a plan looks at most `HORIZON` quanta
+mixed sizes may take hundreds of quanta to repeat, so a plan looks a horizon of quanta
 ahead and then `expires`: the policy re-plans the server at that boundary, which turns the
-rotation exactly as the plan would have. The policy hands each job its part of the plan
+rotation exactly as the plan would have. Planning far ahead is wasted on a server whose
+units change every few quanta, so the policy plans twice as far as the last plan lasted,
+between `MIN_HORIZON` and `HORIZON`. The policy hands each job its part of the plan
 once (`ShareCycle`), instead of a share per job per quantum.
 """
 
@@ -20,7 +22,8 @@ from dataclasses import dataclass
 
 Unit = Hashable  # a job id, or ("pack", pack id)
 SUSPENDED = 0.0  # the share of a unit swapped out: it keeps its GPUs
-HORIZON = 32  # quanta a plan looks ahead when its rotation has not repeated by then
+HORIZON = 32  # quanta a plan looks ahead at most when its rotation has not repeated by then
+MIN_HORIZON = 2  # ... and at least
 
 
 @dataclass(slots=True)
@@ -106,12 +109,12 @@ def boundary_turn(current: Slice, units: Mapping[Unit, int], gpus: int, resumed:
 
 
 def plan_rotation(origin: float, first: Slice, units: Mapping[Unit, int], gpus: int,
-                  resumed: float, loops: bool = True) -> RotationPlan:
+                  resumed: float, loops: bool = True, horizon: int = HORIZON) -> RotationPlan:
     """`first` then the boundary turns after it, until a slice repeats one before it (with
-    `loops`) or the plan holds `HORIZON` quanta."""
+    `loops`) or the plan holds `horizon` quanta."""
     slices = [first]
     seen: dict[tuple, int] = {}  # not `first`: its suspends are a touch's, not a boundary's
-    while len(slices) < HORIZON:
+    while len(slices) < horizon:
         following = boundary_turn(slices[-1], units, gpus, resumed)
         key = _key(following)
         if key in seen and loops:

@@ -198,15 +198,18 @@ def test_quanta_rotation_is_decided_once_per_change_not_per_quantum():
     quanta (a b | c a | b c), each job running 120 s of every 180 s. After 8 periods
     (1,440 s) each has done 960 s; in the 9th period's first quantum a and b finish their
     last 40 s at 1,480, and c, suspended, takes a freed GPU at once and ends at 1,520.
-    Nothing changes on the server between 0 and 1,480, so each job is told its shares for
-    all 24 quanta once (a share cycle), not once per quantum; the suspensions still count
-    one per boundary."""
+    Nothing changes on the server between 0 and 1,480, so the jobs are told their shares
+    for many quanta at once (share cycles), not once per quantum: plans of 2 quanta (at 0),
+    4 (at 120), then 8 (at 360), where the period shows and the plan loops. The
+    suspensions still count one per boundary."""
     jobs = [JobSpec(name, 0.0, 1, 1000.0, model="resnet50") for name in "abc"]
     result, policy = simulate(jobs, gpus=2, introspective=False, switch_overhead=0.0)
     ends = {row["job_id"]: row["end"] for row in result.jobs}
     assert ends == {"a": pytest.approx(1480.0), "b": pytest.approx(1480.0),
                     "c": pytest.approx(1520.0)}
     shares = [d for t, d in policy.decisions if isinstance(d, SetShare) and t < 1480.0]
-    assert len(shares) <= 3
+    assert len(shares) <= 3 * 3
+    assert {t for t, d in policy.decisions if isinstance(d, SetShare) and t < 1480.0} <= {
+        0.0, 120.0, 360.0}
     # each boundary 60, 120, ..., 1,440 swaps out the one unit that ran and goes back
     assert result.summary["policy_counters"]["suspends"] == 24
