@@ -47,6 +47,9 @@ class RotationPlan:
     loop: int
     expires: bool = False
     counted: int = 0
+    # suspends at the boundary back into `slices[loop]` from the last slice (entering it
+    # from the slice before it may swap out other units)
+    loop_suspends: int = 0
 
     def expiry(self, quantum: float) -> float:
         """When an expiring plan must be replaced: the start of the quantum after its last."""
@@ -68,13 +71,13 @@ class RotationPlan:
         while j <= i and j < n:
             total += self.slices[j].suspends
             j += 1
-        if j <= i:  # whole loops, then the rest
+        if j <= i:  # whole loops, then the rest; each enters `slices[loop]` from the last
             period = n - loop
-            per_loop = sum(s.suspends for s in self.slices[loop:])
+            counts = [self.loop_suspends] + [s.suspends for s in self.slices[loop + 1:]]
             loops, rest = divmod(i - j + 1, period)
-            total += loops * per_loop
+            total += loops * sum(counts)
             offset = (j - loop) % period
-            total += sum(self.slices[loop + (offset + r) % period].suspends for r in range(rest))
+            total += sum(counts[(offset + r) % period] for r in range(rest))
         self.counted = max(self.counted, i)
         return total
 
@@ -118,7 +121,7 @@ def plan_rotation(origin: float, first: Slice, units: Mapping[Unit, int], gpus: 
         following = boundary_turn(slices[-1], units, gpus, resumed)
         key = _key(following)
         if key in seen and loops:
-            return RotationPlan(origin, slices, seen[key])
+            return RotationPlan(origin, slices, seen[key], loop_suspends=following.suspends)
         seen[key] = len(slices)
         slices.append(following)
     return RotationPlan(origin, slices, len(slices) - 1, expires=True)
