@@ -12,7 +12,9 @@ Time-slicing (`time_slicing`): an over-subscribed server runs round robin with q
   rotation run, the others are suspended; each quantum the ones that ran go to the back, and
   a resumed job pays the switch out of its quantum (`Gandiva._rotate`). A newcomer to a
   full server waits for its turn, which is what §6.3's time to the first 100 mini-batches
-  measures. Suspends count the jobs actually swapped out.
+  measures. Suspends count the jobs actually swapped out. The rotation is planned ahead
+  once per change of a server's units (`simulation.policies.time_slicing`) and each job
+  gets its shares for the quanta ahead as one `ShareCycle`, which the engine integrates.
 - "fluid": each job's share of its GPUs is N / M at once (N GPUs, M GPUs allocated, a packed
   GPU counting once) times 1 - switch_overhead / time_slice, so six 1-GPU jobs on four GPUs
   each get 4/6 of a GPU (§6.1, Fig. 9): the quanta's long-run average, without the wait.
@@ -42,8 +44,9 @@ switches/sockets; affinity placement avoids exactly that). Not modelled: priorit
 (all jobs are one priority level) and machine failures.
 
 Counters (summary `policy_counters`): packings, packings_kept, packings_undone, suspends,
-migrations, grows, shrinks, oversubscribed_launches; `utilisation_log` holds (time, busy
-GPU-cores) steps, busy = Σ GPUs × share × the model's GPU utilisation (Table 1's metric).
+migrations, grows, shrinks, oversubscribed_launches; with `log_utilisation`,
+`utilisation_log` holds (time, busy GPU-cores) steps, busy = Σ GPUs × share × the model's
+GPU utilisation (Table 1's metric).
 
 Scale (issue #22): a round reads each server's time-sliced load many times over, and a long
 contended trace has ~10^5 rounds that each change a few servers or none. So the per-server
