@@ -508,8 +508,11 @@ class Muri(Policy):
         the same selection as an earlier one re-uses its plan, which keeps groups stable
         between rounds and spares the matching. `formed` lists groups of selected jobs that
         stay together (sticky regrouping): the matching starts from them, and each counts
-        its GPUs once towards the demand.
+        its GPUs once towards the demand. When no selected job can be grouped (no profiles,
+        as on Philly), every job is a group of its own, in the selection's priority order.
         """
+        if not any(self._groupable(job) for job in selected):
+            return [[job] for job in selected]
         by_bucket: dict[BucketKey, list[JobView]] = {}
         for job in sorted(selected, key=lambda j: (j.submit_time, j.job_id)):
             by_bucket.setdefault(bucket_key(job), []).append(job)
