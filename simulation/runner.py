@@ -80,14 +80,19 @@ def policy_engine_defaults(policy: str) -> dict[str, Any]:
 def split_settings(
     policy: str, settings: Mapping[str, Any]
 ) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Separate policy parameters from engine settings."""
+    """Separate policy parameters from engine settings.
+
+    A key both declare (Aryl's `heterogeneous_efficiency`: the speed the engine gives a job
+    across GPU types, and the speed the policy's knapsack assumes) goes to both, so one
+    setting cannot leave the policy planning with a speed the engine does not run.
+    """
     policies = registry()
     if policy not in policies:
         raise InputError(f"unknown policy {policy!r} (known: {', '.join(policies)})",
                          field="policy")
     declared = {p.name for p in policies[policy].params}
     policy_params = {k: v for k, v in settings.items() if k in declared}
-    engine = {k: v for k, v in settings.items() if k not in declared}
+    engine = {k: v for k, v in settings.items() if k not in declared or k in _ENGINE_FIELDS}
     parse_params(policies[policy], policy_params)
     return policy_params, engine
 

@@ -112,14 +112,19 @@ class ThroughputModel:
 
 
 
-def placement_speed(speed_gpus: list[tuple[float, int]], efficiency: float | None) -> float:
+def placement_speed(
+    speed_gpus: list[tuple[float, int]], efficiency: float | None, *, spans_types: bool
+) -> float:
     """Relative speed of a job whose GPUs have the given speeds.
 
     Synchronous training waits for the slowest GPU, unless it balances batch sizes across GPU
-    types (Aryl Appendix A), which reaches `efficiency` of the GPU-weighted mean speed.
+    types (Aryl Appendix A), which reaches `efficiency` of the GPU-weighted mean speed. The
+    efficiency is charged whenever the job `spans_types`, even of equal speed: Aryl's T4
+    servers count in V100-equivalents of speed 1 (`aryl_trace.py`), yet a job across V100
+    and T4 still trains across types ("at most 70 % of the ideal", §7.1 Advanced).
     """
     slowest = min(speed for speed, _ in speed_gpus)
-    if efficiency is None or all(speed == slowest for speed, _ in speed_gpus):
+    if efficiency is None or not spans_types:
         return slowest
     gpus = sum(g for _, g in speed_gpus)
     return efficiency * sum(speed * g for speed, g in speed_gpus) / gpus

@@ -193,7 +193,15 @@ class Aryl(Policy):
     def _allocate_flexible(
         self, view: ClusterView, allocation: Allocation, capacity: dict[str, int]
     ) -> dict[str, int]:
-        by_type: dict[str, list[FlexibleGroup]] = {}
+        """Flexible workers per elastic job: one knapsack per GPU type for jobs bound to a
+        type, then one over what every type has left for jobs that may span types.
+
+        A spanning job's flexible workers go wherever GPUs are free (on-loan servers
+        first, §6), so tying its knapsack to the first type with a free GPU would leave it
+        competing for that type's last GPUs while another type stands idle. Its knapsack
+        values use that preferred type's speed.
+        """
+        by_type: dict[str | None, list[FlexibleGroup]] = {}
         rates: dict[str, list[float]] = {}
         candidates: list[tuple[JobView, str | None]] = [
             (job, self._running_type(view, job)) for job in self._elastic_running(view)
@@ -204,10 +212,18 @@ class Aryl(Policy):
             if flex_type is None:
                 continue
             group, rates[job.job_id] = self._group(view, job, base_type, flex_type)
-            by_type.setdefault(flex_type, []).append(group)
+            bucket = None if self._spans_types(job.spec) else flex_type
+            by_type.setdefault(bucket, []).append(group)
+        left = dict(capacity)
         flexible: dict[str, int] = {}
-        for gpu_type, groups in sorted(by_type.items()):
-            flexible.update(self.split_flexible(view, groups, rates, capacity.get(gpu_type, 0)))
+        for gpu_type, groups in sorted(by_type.items(), key=lambda item: item[0] is None):
+            if gpu_type is None:
+                chosen = self.split_flexible(view, groups, rates, sum(left.values()))
+            else:
+                chosen = self.split_flexible(view, groups, rates, left.get(gpu_type, 0))
+                left[gpu_type] = left.get(gpu_type, 0) - sum(
+                    g.weights[chosen[g.job_id] - 1] for g in groups if chosen.get(g.job_id))
+            flexible.update(chosen)
         return flexible
 
     def _group(
@@ -236,6 +252,7 @@ class Aryl(Policy):
                 [(base_speed, spec.min_gpus), (flex_speed, w * d)] if w else
                 [(base_speed, spec.min_gpus)],
                 self.heterogeneous_efficiency,
+                spans_types=base_type is None or bool(w) and flex_type != base_type,
             )
             rate = view.throughput.speedup(spec.model, workers * d) * speed
             if self.step_loss > 0:

@@ -80,3 +80,30 @@ def test_calibrated_trace_loads_the_fifo_baseline_like_table_5_row_1() -> None:
     assert 0.65 <= sum(usage) / len(usage) <= 0.80
     assert 1_000 <= result.summary["queuing"]["mean"] <= 6_000
     assert 5_000 <= result.summary["queuing"]["p95"] <= 20_000
+
+
+def test_heterogeneous_efficiency_set_once_reaches_policy_and_engine() -> None:
+    # A 10-GPU job on any GPU spans the 8 V100 and the loaned server's 2 V100-equivalents
+    # (the same speed, another type); at efficiency 0.5 it runs at half speed, so 1,000 s of
+    # work end at 2,000 s. It ended at 1,000 s while the setting reached only the policy, or
+    # while the engine charged the efficiency only across different speeds.
+    jobs = Workload((JobSpec("wide", 0.0, 10, 1000.0),))
+    load = InferenceLoad(times=(0.0,), busy_servers=(0,))
+    result = run_simulation(aryl_cluster(1, 1), jobs, "aryl", inference_load=load,
+                            settings={"heterogeneous": True, "heterogeneous_efficiency": 0.5})
+    assert result.jobs[0]["end"] == 2000.0
+    assert result.summary["engine"]["heterogeneous_efficiency"] == 0.5
+
+
+def test_a_job_that_may_span_types_grows_on_any_type_with_room() -> None:
+    # Ideal-style elastic job, 1-8 workers, 1,000 s at its 2 requested GPUs, on 8 V100 and a
+    # loaned server of 2 V100-equivalents. Its base worker prefers the loaned server (§5.3),
+    # leaving 1 GPU there and 8 on the V100 server: its knapsack sees all 9, so it gets its
+    # 7 flexible workers, on the V100s (never beside its own base worker), and runs at 8/2
+    # speed: ends at 250 s. Tied to the first type with room (the loaned server's last GPU),
+    # it got 1 flexible worker and ended at 1,000 s.
+    job = JobSpec("e", 0.0, 2, 1000.0, min_workers=1, max_workers=8)
+    load = InferenceLoad(times=(0.0,), busy_servers=(0,))
+    result = run_simulation(aryl_cluster(1, 1), Workload((job,)), "aryl", inference_load=load,
+                            settings={"heterogeneous": True, "heterogeneous_efficiency": 1.0})
+    assert result.jobs[0]["end"] == 250.0
