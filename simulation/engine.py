@@ -633,11 +633,11 @@ class Simulation:
     def _reschedule_completion(self, job: JobState) -> None:
         job.last_update = self.clock.now
         self.state.progress_log.append(job.job_id)
-        servers = [self.state.servers[slot.server] for slot in job.placement]
+        placed = [(self.state.servers[slot.server], slot.gpus) for slot in job.placement]
+        efficiency = self.config.heterogeneous_efficiency
         speed = placement_speed(
-            [(server.speed, slot.gpus) for server, slot in zip(servers, job.placement)],
-            self.config.heterogeneous_efficiency,
-            spans_types=len({server.gpu_type for server in servers}) > 1,
+            [(server.speed, gpus) for server, gpus in placed], efficiency,
+            spans_types=efficiency is not None and len({s.gpu_type for s, _ in placed}) > 1,
         )
         job.rate = (
             self.throughput.rate(job.spec.model, job.spec.num_gpus, job.gpus, speed) * job.share
