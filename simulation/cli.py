@@ -21,7 +21,7 @@ from simulation.metrics import RunResult
 from simulation.model import ClusterSpec, InferenceLoad, PoolKind, Workload
 from simulation.policies.base import registry
 from simulation.reclaim import reclaim_strategies
-from simulation.reproductions import paper_names, reproduce
+from simulation.reproductions import PAPERS, paper_names, reproduce
 from simulation.reproductions.report import load_reports, markdown_table, rewrite_readme
 from simulation.runner import run_simulation
 from simulation.workloads import load_cluster_spec, load_inference_load, load_trace
@@ -209,7 +209,7 @@ def build_parser() -> argparse.ArgumentParser:
     decide.set_defaults(func=cmd_decide)
 
     repro = sub.add_parser("reproduce", help="papers' headline results, paper beside ours")
-    repro.add_argument("paper", help="a paper name (edl, gandiva) or all")
+    repro.add_argument("paper", help=f"a paper name ({', '.join(PAPERS)}) or all")
     repro.add_argument("--out", default="out/reproductions", help="folder for JSON + table")
     repro.add_argument("--readme", default=None,
                        help="rewrite this README's Reproductions block from --out's JSON")

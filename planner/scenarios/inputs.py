@@ -35,6 +35,7 @@ from simulation.model import ClusterSpec, InferenceLoad, JobSpec, PoolKind
 from simulation.model import Workload as SimWorkload
 from simulation.policies.base import create_policy
 from simulation.runner import split_settings
+from simulation.scenarios.generators import is_named, named_workload
 from simulation.workloads import (
     GeneratorSpec,
     generate_inference_load,
@@ -97,10 +98,16 @@ def generator_spec_from_dict(data: Any) -> GeneratorSpec:
     return spec
 
 
+def generated_workload(*, spec: Any, seed: int) -> SimWorkload:
+    """The jobs of a generator spec: a reproduction's named generator or a GeneratorSpec."""
+    if is_named(spec):
+        return named_workload(spec, seed)
+    return generate_workload(generator_spec_from_dict(spec), seed=seed)
+
+
 def workload_to_simulation(*, workload: Workload) -> SimWorkload:
     if workload.kind == WorkloadKind.GENERATOR:
-        spec = generator_spec_from_dict(workload.generator_spec)
-        return generate_workload(spec, seed=workload.generator_seed)
+        return generated_workload(spec=workload.generator_spec, seed=workload.generator_seed)
     with workload.file.open("rb") as handle:
         text = handle.read().decode("utf-8-sig")
     return parse_trace_text(text, workload.name, format=workload.format or None)

@@ -17,6 +17,7 @@ import statistics
 import threading
 import uuid
 from collections import defaultdict
+from collections.abc import Collection
 from datetime import timedelta
 from pathlib import PurePath
 from typing import Any
@@ -37,7 +38,7 @@ from planner.scenarios.inputs import (
     INFERENCE_LOAD_PARAMS,
     VARIANT_AXES,
     cluster_scale,
-    generator_spec_from_dict,
+    generated_workload,
     policies_check_inputs,
     run_content_hash,
     run_inputs,
@@ -65,7 +66,6 @@ from simulation.policies import registry
 from simulation.runner import engine_config, run_simulation, split_settings
 from simulation.workloads import (
     generate_inference_load,
-    generate_workload,
     parse_inference_load_text,
     parse_trace_text,
 )
@@ -150,10 +150,9 @@ def workload_create_from_upload(*, name: str, file: File, format: str | None = N
 
 def workload_create_from_generator(*, name: str, spec: dict[str, Any], seed: int = 0
                                    ) -> Workload:
-    generator = generator_spec_from_dict(spec)
     if not 0 <= seed <= MAX_SEED:
         raise InputError(f"must be in [0, {MAX_SEED}]", source="generator", field="seed")
-    generated = generate_workload(generator, seed=seed)
+    generated = generated_workload(spec=spec, seed=seed)
     return Workload.objects.create(
         name=name, kind=WorkloadKind.GENERATOR, format="generated", generator_spec=spec,
         generator_seed=seed, content_sha256=sha256_json({"spec": spec, "seed": seed}),
@@ -778,17 +777,20 @@ def _cluster_for_spec(*, data: dict[str, Any], source: str) -> Cluster:
 
 
 @transaction.atomic
-def named_scenarios_load() -> list[Scenario]:
-    """Aryl's named scenarios (simulation/scenarios/*.yaml) as one-click scenarios.
+def named_scenarios_load(*, names: Collection[str] | None = None) -> list[Scenario]:
+    """The paper reproductions' named scenarios (simulation/scenarios/*.yaml), or those of
+    `names`, as scenarios; returns the ones created.
 
-    Idempotent by slug (the scenario's name). Settings the policy declares become its
-    parameters, the rest engine settings; the inference load is sized to the cluster, so the
-    file's `total_servers` is dropped. Nothing is launched: they are large (50,390 jobs).
+    Idempotent by slug (the scenario's name). A shared setting goes to each policy that
+    declares it and to the engine otherwise (`split_settings`); the inference load is sized
+    to the cluster. Nothing is launched here (`named_scenario_launch` does).
     """
     from simulation.scenarios import load_named_scenarios
 
     created = []
     for name, named in load_named_scenarios().items():
+        if names is not None and name not in names:
+            continue
         if Scenario.objects.filter(slug=name).exists():
             continue
         cluster = _cluster_for_spec(data=named.cluster, source=named.source)
@@ -797,15 +799,39 @@ def named_scenarios_load() -> list[Scenario]:
             or workload_create_from_generator(name=f"{name} workload", spec=named.workload))
         load = None
         if named.inference_load is not None:
-            params = {k: v for k, v in named.inference_load.items() if k != "total_servers"}
+            params = dict(named.inference_load)
             load = (InferenceLoadProfile.objects.filter(
                 kind=InferenceLoadKind.GENERATED, content_sha256=sha256_json(params)).first()
                 or inference_load_create_generated(name=f"{name} inference load",
                                                    params=params))
-        params, engine = split_settings(named.policy, named.settings)
+        policies, engines = [], []
+        for entry in named.policies:
+            params, engine = split_settings(entry["policy"], named.settings)
+            policies.append({"policy": entry["policy"], "params": {**params, **entry["params"]}})
+            engines.append(engine)
+        if any(engine != engines[0] for engine in engines):
+            raise InputError("a setting is a parameter of some of its policies only: give it "
+                             "in their params", source=named.source, field=name)
         created.append(scenario_create(
             name=name, slug=name, description=named.description, cluster=cluster,
-            workload=workload_row, inference_load=load, seeds=[0],
-            policies=[{"policy": named.policy, "params": params}], engine_settings=engine,
+            workload=workload_row, inference_load=load, seeds=[0], policies=policies,
+            engine_settings=engines[0],
         ))
     return created
+
+
+def named_scenario_launch(*, name: str) -> Scenario:
+    """Create the named scenario if needed and launch it, unless its runs are under way.
+
+    One click on the reproductions page: a second click while the runs go on only shows them.
+    """
+    from simulation.scenarios import load_named_scenarios
+
+    if name not in load_named_scenarios():
+        raise InputError(f"unknown named scenario {name!r}", source="named scenarios",
+                         field="name")
+    named_scenarios_load(names={name})
+    scenario = Scenario.objects.get(slug=name)
+    if not scenario.runs.exclude(status__in=TERMINAL_STATUSES).exists():
+        scenario_launch(scenario=scenario)
+    return scenario

@@ -11,15 +11,31 @@ from __future__ import annotations
 import importlib
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from simulation.errors import InputError
 from simulation.reproductions.report import PaperReport
 
 Progress = Callable[[str], None]
 
-PAPERS: dict[str, str] = {
-    "edl": "simulation.reproductions.edl",
-    "gandiva": "simulation.reproductions.gandiva",
+@dataclass(frozen=True, slots=True)
+class Paper:
+    """Where a paper's reproduction lives, its title, and which experiments it runs."""
+
+    module: str
+    title: str
+    experiments: str
+
+
+PAPERS: dict[str, Paper] = {
+    "aryl": Paper("simulation.reproductions.aryl",
+                  "Aryl: capacity loaning and elastic scaling (EuroSys'22)",
+                  "Table 5 rows 1-11, Figure 8, Figure 10, Table 6 on a calibrated trace"),
+    "edl": Paper("simulation.reproductions.edl", "EDL: elasticity for deep learning (TPDS'22)",
+                 "§2.3 example, §6.2 transient GPUs, Table 3 and Figure 16 on Philly jobs"),
+    "gandiva": Paper("simulation.reproductions.gandiva",
+                     "Gandiva: introspective cluster scheduling (OSDI'18)",
+                     "§6.3 early feedback and utilisation, §6.4 trace-driven JCT and makespan"),
 }
 
 
@@ -36,6 +52,6 @@ def paper_names(selection: str) -> list[str]:
 def reproduce(name: str, progress: Progress) -> PaperReport:
     """Run every experiment of paper `name`, timing the whole reproduction."""
     started = time.perf_counter()
-    report: PaperReport = importlib.import_module(PAPERS[name]).reproduce(progress)
+    report: PaperReport = importlib.import_module(PAPERS[name].module).reproduce(progress)
     report.wall_seconds = round(time.perf_counter() - started, 1)
     return report

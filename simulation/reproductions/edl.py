@@ -35,7 +35,7 @@ import numpy as np
 from simulation.dlt_models import EDL_BENCHMARK_MODELS, strong_scaling_throughput
 from simulation.metrics import RunResult
 from simulation.model import ClusterSpec, GpuType, PoolKind, PoolSpec, Workload
-from simulation.reproductions import Progress
+from simulation.reproductions import PAPERS, Progress
 from simulation.reproductions.report import Ablation, PaperReport, Row
 from simulation.runner import run_simulation
 from simulation.throughput import ThroughputModel
@@ -188,5 +188,5 @@ def transient_rows(progress: Progress) -> list[Row]:
 
 def reproduce(progress: Progress) -> PaperReport:
     """EDL §2.3, §6.2 (transient GPUs) and §6.3 (Table 3, Figure 16)."""
-    return PaperReport("edl", "EDL: elasticity for deep learning (TPDS'22)",
+    return PaperReport("edl", PAPERS["edl"].title,
                        transient_rows(progress) + table3(progress))

@@ -29,7 +29,7 @@ from simulation.engine import EngineConfig, Simulation
 from simulation.metrics import RunResult
 from simulation.model import Workload
 from simulation.policies.base import Policy, create_policy
-from simulation.reproductions import Progress
+from simulation.reproductions import PAPERS, Progress
 from simulation.reproductions.report import Ablation, PaperReport, Row
 from simulation.workloads.gandiva_edl import (
     gandiva_cluster,
@@ -148,5 +148,5 @@ def section_64(progress: Progress, workload: Workload | None = None,
 
 def reproduce(progress: Progress) -> PaperReport:
     """Gandiva §6.3 (early feedback, utilisation) and §6.4 (Table 5)."""
-    return PaperReport("gandiva", "Gandiva: introspective cluster scheduling (OSDI'18)",
+    return PaperReport("gandiva", PAPERS["gandiva"].title,
                        section_63(progress) + section_64(progress))

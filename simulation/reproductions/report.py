@@ -112,7 +112,7 @@ class PaperReport:
                 "rows": [row.to_dict() for row in self.rows]}
 
 
-def _figure(value: float | None, unit: str) -> str:
+def format_figure(value: float | None, unit: str) -> str:
     if value is None:
         return "—"
     return f"{value:+.1%}" if unit == "change" else f"{value:.3g} {unit}"
@@ -136,13 +136,13 @@ def markdown_table(reports: list[dict]) -> str:
             ratio = "—" if row["ratio"] is None else f"{row['ratio']:.2f}"
             lines.append("| " + " | ".join(_cell(c) for c in (
                 report["paper"], row["experiment"], row["metric"],
-                f"{_figure(row['paper'], row['unit'])} ({row['paper_detail']})",
-                f"{_figure(row['ours'], row['unit'])} ({row['our_detail']})",
+                f"{format_figure(row['paper'], row['unit'])} ({row['paper_detail']})",
+                f"{format_figure(row['ours'], row['unit'])} ({row['our_detail']})",
                 ratio, row["verdict"], row["note"])) + " |")
             for ab in row["ablations"]:
                 lines.append("| " + " | ".join(_cell(c) for c in (
                     "", f"↳ ablation: {ab['label']}", row["metric"], "",
-                    f"{_figure(ab['ours'], row['unit'])} ({ab['detail']})", "", "",
+                    f"{format_figure(ab['ours'], row['unit'])} ({ab['detail']})", "", "",
                     ab["note"])) + " |")
     lines.append("")
     lines.append("Wall time on this 2-core machine: " + ", ".join(

@@ -1,8 +1,11 @@
-"""Named scenarios shipped as data (`aryl.yaml`): what a planner runs in one click.
+"""Named scenarios shipped as data (`*.yaml` here): each paper reproduction's experiments,
+what a planner runs in one click.
 
-A scenario names a policy, its settings (policy parameters and `EngineConfig` fields), the
-cluster, a workload generator spec and an inference-load generator spec (or none). The
-loader only reads and checks the files; the planner turns them into fixtures.
+A scenario names its policies (a name, or `{policy, params}`), settings shared by them
+(`EngineConfig` fields, and parameters of the policies that declare them), the cluster, a
+workload spec (a named generator of `generators.py`, or a `GeneratorSpec`) and an
+inference-load generator spec (or none). The loader only reads and checks the files; the
+planner turns them into fixtures.
 """
 
 from __future__ import annotations
@@ -16,14 +19,14 @@ import yaml
 from simulation.errors import InputError
 
 HERE = Path(__file__).parent
-_REQUIRED = ("name", "description", "policy", "workload", "inference_load", "settings")
+_REQUIRED = ("name", "description", "policies", "workload", "inference_load", "settings")
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class NamedScenario:
     name: str
     description: str
-    policy: str
+    policies: list[dict[str, Any]]  # {"policy": name, "params": {...}}
     settings: dict[str, Any]
     cluster: dict[str, Any]
     workload: dict[str, Any]
@@ -46,10 +49,27 @@ def load_named_scenarios(path: Path | None = None) -> dict[str, NamedScenario]:
                 raise InputError("scenario defined twice", source=str(file),
                                  field=entry["name"])
             scenarios[entry["name"]] = NamedScenario(
-                name=entry["name"], description=entry["description"], policy=entry["policy"],
+                name=entry["name"], description=entry["description"],
+                policies=_policy_entries(entry["policies"], str(file), entry["name"]),
                 settings=dict(entry["settings"] or {}),
                 cluster=entry.get("cluster", data.get("cluster")),
                 workload=dict(entry["workload"]),
                 inference_load=entry["inference_load"], source=file.name,
             )
     return scenarios
+
+
+def _policy_entries(raw: Any, source: str, name: str) -> list[dict[str, Any]]:
+    """`[name | {policy, params}]` as `{"policy", "params"}` entries."""
+    if not isinstance(raw, list) or not raw:
+        raise InputError("policies must be a non-empty list", source=source, field=name)
+    entries = []
+    for item in raw:
+        if isinstance(item, str):
+            item = {"policy": item}
+        if not isinstance(item, dict) or not isinstance(item.get("policy"), str) or set(item) - {
+                "policy", "params"}:
+            raise InputError(f"a policy is a name or {{policy, params}}, got {item!r}",
+                             source=source, field=name)
+        entries.append({"policy": item["policy"], "params": dict(item.get("params") or {})})
+    return entries

@@ -6,7 +6,6 @@ import dataclasses
 
 from simulation.model import GpuType, InferenceLoad, JobSpec, Workload
 from simulation.runner import run_simulation
-from simulation.scenarios import load_named_scenarios
 from simulation.workloads.aryl_trace import (
     NORMALISED_T4,
     ArylTraceSpec,
@@ -16,15 +15,13 @@ from simulation.workloads.aryl_trace import (
     steady_window,
     trace_statistics,
 )
-from simulation.workloads.cluster_spec import cluster_spec_from_dict
 
 
-def test_named_scenarios_use_the_normalised_production_cluster() -> None:
+def test_the_production_cluster_counts_t4_servers_in_v100_equivalents() -> None:
     cluster = aryl_cluster()
-    named = cluster_spec_from_dict(load_named_scenarios()["aryl-basic"].cluster)
-    assert named.pools == cluster.pools
-    assert named.gpu_types == cluster.gpu_types
+    assert cluster.pool("training").gpus == 3544
     assert cluster.pool("inference").gpus == 4160 // 4  # 520 x 8 T4 = 1,040 V100-eq.
+    assert cluster.gpu_types[NORMALISED_T4].speed == 1.0
 
 
 def _one_loaned_job_end(speed: float, gpus_per_server: int) -> float:

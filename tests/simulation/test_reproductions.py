@@ -3,13 +3,15 @@ the CLI's user errors, and the inputs the EDL and Gandiva experiments build."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from simulation.cli import main
 from simulation.dlt_models import model_info
 from simulation.errors import InputError
 from simulation.model import JobSpec, Workload
-from simulation.reproductions import paper_names
+from simulation.reproductions import aryl, paper_names
 from simulation.reproductions.edl import edl_philly_workload
 from simulation.reproductions.gandiva import baseline_utilisation, logged_utilisation
 from simulation.reproductions.report import (
@@ -68,8 +70,8 @@ def test_readme_block_is_replaced_between_markers(tmp_path):
 def test_unknown_paper_exits_2_naming_the_known_ones(tmp_path, capsys):
     assert main(["reproduce", "nope", "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err
-    assert "unknown paper 'nope'" in err and "edl" in err and "gandiva" in err
-    assert paper_names("all") == ["edl", "gandiva"]
+    assert "unknown paper 'nope'" in err and "aryl, edl, gandiva, all" in err
+    assert paper_names("all") == ["aryl", "edl", "gandiva"]
 
 
 def test_edl_philly_jobs_are_elastic_from_half_to_twice_and_start_at_zero():
@@ -94,3 +96,53 @@ def test_gandiva_utilisation_over_the_stable_regime():
     # 90 busy GPU-cores from 1,200 s to 12,000 s, the whole window, on 180 GPUs.
     log = [(0.0, 0.0), (1200.0, 90.0), (12000.0, 0.0)]
     assert logged_utilisation(log, 180) == pytest.approx(0.5)
+
+
+def _figures(**overrides: float) -> dict[str, aryl.Figures]:
+    """Every Aryl experiment with the same figures, then the named ones changed."""
+    plain = aryl.Figures(queuing=1000.0, jct=10_000.0, usage=0.5, preemption_ratio=0.1,
+                         reclaim_preemptions=100, collateral_damage=0.2, makespan=1e6)
+    figures = dict.fromkeys(aryl.EXPERIMENTS, plain)
+    for name, value in overrides.items():
+        key, attr = name.split("__")
+        figures[key.replace("_", "-")] = dataclasses.replace(figures[key.replace("_", "-")],
+                                                             **{attr: value})
+    return figures
+
+
+def _row(rows, experiment: str, metric: str):
+    [row] = [r for r in rows if r.experiment == experiment and r.metric == metric]
+    return row
+
+
+def test_aryl_rows_compare_each_system_with_its_own_reference():
+    f = _figures(basic__queuing=500.0, baseline__queuing=2000.0, loan_aryl__reclaim_preemptions=60,
+                 loan_scf__reclaim_preemptions=80, basic_bfd__preemption_ratio=0.15,
+                 ideal_imperfect__jct=12_000.0)
+    table5 = aryl.table5_rows(f)
+    basic = _row(table5, "Table 5: Basic vs Baseline", "mean queuing")
+    assert basic.ours == pytest.approx(500 / 2000 - 1)  # -75 %
+    assert basic.paper == pytest.approx(2008 / 3072 - 1)
+    # The Gandiva row is measured against the Baseline, not against Basic.
+    assert _row(table5, "Table 5: Scaling, Gandiva vs Baseline", "mean queuing").ours == \
+        pytest.approx(1000 / 2000 - 1)
+    fig8 = _row(aryl.figure8_rows(f), "Figure 8 (no scaling): Aryl vs SCF",
+                "jobs preempted by reclaims")
+    assert (fig8.ours, fig8.paper) == (pytest.approx(60 / 80 - 1), pytest.approx(1 / 1.5 - 1))
+    assert fig8.verdict == DIRECTION_ONLY  # -25 % against the paper's -33 %: 0.75
+    fig10 = _row(aryl.figure10_rows(f), "Figure 10: Ideal, imperfect vs linear", "mean JCT")
+    assert fig10.ours == pytest.approx(0.2) and fig10.verdict == REPRODUCED  # +20 % vs +19 %
+    table6 = _row(aryl.table6_rows(f), "Table 6: Basic, plain BFD vs grouped",
+                  "preemption ratio")
+    assert table6.ours == pytest.approx(0.15 / 0.1 - 1)  # +50 % against the paper's +23 %
+
+
+def test_aryl_experiments_run_on_the_calibrated_trace_and_its_contended_cluster():
+    # A 2 % trace (1,008 jobs): the plumbing, not the figures. The contended run has 7 of
+    # the 9 training servers (8 V100 each) and the same 10 inference servers (2 each).
+    lines: list[str] = []
+    f = aryl.run_experiments(lines.append, ["baseline", "contended-baseline"], scale=0.02)
+    assert set(f) == {"baseline", "contended-baseline"}
+    assert "1008 jobs, 92 GPUs" in lines[0] and "1008 jobs, 76 GPUs" in lines[1]
+    assert f["contended-baseline"].queuing > f["baseline"].queuing
+    assert f["baseline"].preemption_ratio == 0.0 and f["baseline"].reclaim_preemptions == 0

@@ -211,9 +211,20 @@ def test_named_scenarios_are_created_once():
     created = services.named_scenarios_load()
 
     assert created and services.named_scenarios_load() == []
-    baseline = next(s for s in created if s.slug == "baseline")
+    by_slug = {s.slug: s for s in created}
+    assert {"aryl-baseline", "aryl-scaling", "edl-table3", "gandiva-6.3"} <= set(by_slug)
+    baseline = by_slug["aryl-baseline"]
     assert baseline.policies == [{"policy": "fifo", "params": {}}]
-    assert baseline.cluster.name == "aryl-production"
-    loaning = [s for s in created if s.inference_load is not None]
-    assert loaning and all(s.cluster_id == baseline.cluster_id for s in created
-                           if s.cluster.name == "aryl-production")
+    assert baseline.cluster.name == "aryl-111+130" and baseline.inference_load is None
+    # The reproduction's workload once, shared by every Aryl scenario on the Basic trace.
+    assert by_slug["aryl-basic"].workload_id == baseline.workload_id
+    assert baseline.workload.num_jobs == 12_598
+    # A setting both declare reaches the policy and the engine; the rest only the engine.
+    advanced = by_slug["aryl-advanced"]
+    assert advanced.policies == [{"policy": "aryl", "params": {
+        "heterogeneous": True, "heterogeneous_efficiency": 0.7}}]
+    assert advanced.engine_settings == {"heterogeneous_efficiency": 0.7}
+    gandiva = by_slug["gandiva-6.3"]
+    assert [p["policy"] for p in gandiva.policies] == ["fifo", "gandiva"]
+    assert gandiva.policies[0]["params"] == {"backfill": True}
+    assert gandiva.engine_settings == {"migration_pause": 1.0}
