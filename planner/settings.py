@@ -106,6 +106,7 @@ INSTALLED_APPS = [
     "planner.scenarios",
     "planner.dashboard",
     "planner.live",
+    "planner.reproductions",
 ]
 
 MIDDLEWARE = [

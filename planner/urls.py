@@ -7,6 +7,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 urlpatterns = [
     path("", include("planner.core.urls")),
     path("", include("planner.dashboard.urls")),
+    path("reproductions/", include("planner.reproductions.urls")),
     path("api/v1/", include("planner.core.api_urls")),
     path("api/v1/", include("planner.scenarios.api_urls")),
     path("api/v1/", include("planner.live.urls")),

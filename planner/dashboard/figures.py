@@ -383,6 +383,41 @@ def server_state_figure(pools: Mapping[str, Mapping[str, int]]) -> go.Figure:
     return fig
 
 
+# Verdicts of `simulation.reproductions.report.verdict`: green, amber, red (Okabe-Ito).
+VERDICT_COLORS = {"reproduced": "#009E73", "direction reproduced, size outside tolerance":
+                  "#E69F00", "deviates": "#D55E00"}
+RATIO_AXIS = (-1.0, 3.0)  # ratios beyond are drawn at the edge, their value in the label
+
+
+def reproduction_ratio_figure(rows: Sequence[Mapping[str, Any]], *, tolerance: float
+                              ) -> go.Figure:
+    """Ours / paper per row that has a paper figure, one bar each, coloured by verdict.
+
+    The band 1 ± `tolerance` is where the size counts as reproduced; a negative ratio is
+    the opposite direction. Ratios beyond RATIO_AXIS are clipped to its edge (the text on
+    the bar and the hover give the value), so one far-off row does not flatten the others.
+    """
+    shown = [row for row in rows if row.get("ratio") is not None]
+    labels = [f"{row['experiment']} · {row['metric']}" for row in shown]
+    lo, hi = RATIO_AXIS
+    fig = _figure(xaxis_title="ours / paper", yaxis_title="",
+                  height=max(200, 80 + 26 * len(shown)), showlegend=False)
+    fig.add_vrect(x0=1 - tolerance, x1=1 + tolerance, fillcolor="#009E73", opacity=0.12,
+                  line_width=0, layer="below")
+    fig.add_vline(x=1.0, line_dash="dot", line_color="#555")
+    fig.add_trace(go.Bar(
+        y=labels, x=[min(max(row["ratio"], lo), hi) for row in shown], orientation="h",
+        marker_color=[VERDICT_COLORS.get(row["verdict"], "#777") for row in shown],
+        text=[f"{row['ratio']:.2f}" for row in shown], textposition="outside",
+        customdata=[[row["ratio"], row["verdict"]] for row in shown],
+        hovertemplate="%{y}<br>ours / paper %{customdata[0]:.3f}<br>%{customdata[1]}"
+                      "<extra></extra>",
+    ))
+    fig.update_yaxes(autorange="reversed")
+    fig.update_xaxes(range=[lo - 0.1, hi + 0.4], zeroline=True)
+    return fig
+
+
 # --- Helpers ----------------------------------------------------------------------------------
 
 
