@@ -10,6 +10,7 @@ else f_8 - f_4. An ordering is each job's slot.
 
 from __future__ import annotations
 
+import networkx as nx
 import numpy as np
 import pytest
 
@@ -20,6 +21,7 @@ from simulation.interleaving import (
     group_iteration_time,
     interleaving_efficiency,
     iteration_time_for_ordering,
+    max_weight_pairs,
     multi_round_grouping,
     pad_stages,
     pipeline_period,
@@ -174,3 +176,21 @@ def test_the_matchings_vectorised_periods_equal_the_per_group_ones():
                     union = [*map(tuple, a[i]), *map(tuple, b[j])]
                     expected, _ = group_iteration_time(union, resource_types=4, worst=worst)
                     assert merged[i, j] == expected
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_blossom_matching_has_the_optimal_weight_of_networkx_reference(seed):
+    # rustworkx's blossom replaced networkx's for speed: on the same (×1000, rounded) weights,
+    # with many ties and missing edges, its matching weighs what networkx's optimum weighs.
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(2, 40))
+    weights = rng.choice([0.0, 0.25, 0.5, 0.75, 1.0], size=(n, n)) * rng.integers(0, 2, (n, n))
+    weights = np.triu(weights, 1) + np.triu(weights, 1).T
+    ints = np.round(weights * 1000).astype(int)
+    graph = nx.Graph()
+    graph.add_weighted_edges_from((u, v, ints[u, v]) for u in range(n) for v in range(u + 1, n)
+                                  if ints[u, v] > 0)
+    best = sum(ints[u, v] for u, v in nx.max_weight_matching(graph))
+    pairs = max_weight_pairs(weights, GroupingConfig())
+    assert len({node for pair in pairs for node in pair}) == 2 * len(pairs)  # a matching
+    assert sum(ints[u, v] for u, v in pairs) == best
