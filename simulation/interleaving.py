@@ -89,7 +89,8 @@ the same pairs when every merge a round considers makes groups of one size, as i
 round.) Blossom is O(V³): up to `exact_limit` nodes per bucket the graph is complete
 (exact); above it each node keeps edges to `sparse_degree` nodes of every
 class of similar jobs (resource shares rounded to tenths), chosen by rotation so that
-identical jobs do not all court the same partners.
+identical jobs do not all court the same partners. `blossom=False` (Figure 11's "without
+Blossom") pairs nodes in priority order instead (`_priority_pairs`).
 """
 
 from __future__ import annotations
@@ -345,6 +346,7 @@ class GroupingConfig:
     exact_limit: int = 64
     sparse_degree: int = 2
     worst_ordering: bool = False
+    blossom: bool = True  # False: Figure 11's "without Blossom" (`_priority_pairs`)
 
     def overhead_for(self, jobs: int) -> float:
         if jobs <= 1 or not self.overhead:
@@ -541,6 +543,24 @@ def _matched_pairs(bucket: Bucket, groups: list[list[int]], config: GroupingConf
             for u, v in max_weight_pairs(weights, config, _signatures(bucket, groups))]
 
 
+def _priority_pairs(bucket: Bucket, groups: list[list[int]], config: GroupingConfig
+                    ) -> list[tuple[int, int, float]]:
+    """Muri §6.4's "without Blossom": groups paired in descending priority, each with the
+    next one that still fits k jobs, all of weight 0 so merges follow priority alone."""
+    order = sorted(range(len(groups)), key=lambda g: min(bucket.ranks[j] for j in groups[g]))
+    pairs = []
+    waiting: int | None = None
+    for g in order:
+        if waiting is None:
+            waiting = g
+        elif len(groups[waiting]) + len(groups[g]) <= config.max_group:
+            pairs.append((waiting, g, 0.0))
+            waiting = None
+        else:
+            waiting = g
+    return pairs
+
+
 def multi_round_grouping(
     buckets: Sequence[Bucket], config: GroupingConfig, *, excess_gpus: float = math.inf,
     memo: MatchingMemo | None = None, initial: Sequence[list[list[int]]] | None = None,
@@ -567,8 +587,12 @@ def multi_round_grouping(
             nodes = groups[index]
             if len(nodes) < 2:
                 continue
-            pairs = (memo.pairs(bucket, nodes, config) if memo is not None
-                     else _matched_pairs(bucket, nodes, config))
+            if not config.blossom:
+                pairs = _priority_pairs(bucket, nodes, config)
+            elif memo is not None:
+                pairs = memo.pairs(bucket, nodes, config)
+            else:
+                pairs = _matched_pairs(bucket, nodes, config)
             for u, v, weight in pairs:
                 best_rank = min(bucket.ranks[j] for j in (*nodes[u], *nodes[v]))
                 candidates.append((-weight, best_rank, index, u, v))

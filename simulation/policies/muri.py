@@ -188,6 +188,9 @@ class Muri(Policy):
               "always", choices=("demand", "always")),
         Param("ordering", str, "best", "stage ordering inside a group (Fig. 11 ablation)",
               choices=("best", "worst")),
+        Param("matching", str, "blossom", "how groups form: blossom (Algorithm 1), or "
+              "priority: jobs of one GPU size packed in priority order (Fig. 11's "
+              "\"without Blossom\")", choices=("blossom", "priority")),
         Param("group_overhead", str, "1.33,1.5,1.37", "iteration-time factors for groups of "
               "2,3,4 jobs (Muri's simulator); none = no overhead (ablation)"),
         Param("weight_floor", float, 0.0, "edge needs γ > floor × group size / k",
@@ -208,6 +211,7 @@ class Muri(Policy):
     profiling_noise: float
     grouping: str
     ordering: str
+    matching: str
     group_overhead: str
     weight_floor: float
     exact_matching_limit: int
@@ -228,6 +232,7 @@ class Muri(Policy):
             exact_limit=self.exact_matching_limit,
             sparse_degree=self.sparse_degree,
             worst_ordering=self.ordering == "worst",
+            blossom=self.matching == "blossom",
         )
         self._noise_seed = self.rng.getrandbits(64)
         self._profiles: dict[str, tuple[tuple[float, ...], tuple[float, ...], float] | None] = {}

@@ -52,6 +52,22 @@ def test_figure4_grouping_pairs_each_cpu_job_with_a_gpu_job():
     assert frozenset({"A", "C"}) not in plan
 
 
+def test_without_blossom_figure4_jobs_pair_in_priority_order():
+    # Figure 11's "without Blossom": same-size jobs packed in descending priority. With the
+    # priority A, C, B, D the CPU-heavy A and C pair (γ 0.75) where Blossom pairs each with
+    # a GPU-heavy job (γ 1.0); with k = 4 the second round joins the two pairs.
+    names = sorted(FIG4)  # A, B, C, D at indices 0-3; ranks: A 0, B 2, C 1, D 3
+    bucket = Bucket(1, np.array([FIG4[n] for n in names]), np.full(4, 3.0), [0, 2, 1, 3],
+                    [True] * 4)
+    config = GroupingConfig(max_group=2, blossom=False)
+    assert multi_round_grouping([bucket], config) == [[[0, 2], [1, 3]]]
+    assert [0, 2] not in multi_round_grouping([bucket], GroupingConfig(max_group=2))[0]
+    assert multi_round_grouping([bucket], GroupingConfig(max_group=4, blossom=False)) == [
+        [[0, 2, 1, 3]]]
+    # Merges stop once the excess GPUs are covered: the best-ranked pair merges first.
+    assert multi_round_grouping([bucket], config, excess_gpus=1) == [[[0, 2], [1], [3]]]
+
+
 def test_figure6_best_ordering_overlaps_perfectly():
     # Four types (storage, CPU, GPU, network): A spends 2 units on CPU, B 2 on GPU.
     a, b = (1.0, 2.0, 1.0, 1.0), (1.0, 1.0, 2.0, 1.0)
