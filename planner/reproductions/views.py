@@ -24,6 +24,7 @@ from simulation.reproductions.report import (
     DIRECTION_ONLY,
     REPRODUCED,
     format_figure,
+    paper_text,
 )
 
 REFRESH_SECONDS = 5
@@ -78,7 +79,7 @@ def reproduction_detail(request: HttpRequest, reproduction_id: int) -> HttpRespo
     except Reproduction.DoesNotExist:
         raise Http404(f"There is no reproduction {reproduction_id}.") from None
     report = reproduction.report or {}
-    rows = [{**row, "paper_text": format_figure(row["paper"], row["unit"]),
+    rows = [{**row, "paper_text": paper_text(row),
              "ours_text": format_figure(row["ours"], row["unit"]),
              "verdict_class": VERDICT_CLASSES.get(row["verdict"], ""),
              "verdict_label": VERDICT_LABELS.get(row["verdict"], row["verdict"]),

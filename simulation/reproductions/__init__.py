@@ -36,6 +36,9 @@ PAPERS: dict[str, Paper] = {
     "gandiva": Paper("simulation.reproductions.gandiva",
                      "Gandiva: introspective cluster scheduling (OSDI'18)",
                      "§6.3 early feedback and utilisation, §6.4 trace-driven JCT and makespan"),
+    "muri": Paper("simulation.reproductions.muri",
+                  "Muri: multi-resource interleaving for DL training (SIGCOMM'22)",
+                  "Figures 9-10 on the four Philly traces, Figure 11 on trace 3"),
 }
 
 

@@ -56,6 +56,18 @@ def verdict(paper: float | None, ours: float, tolerance: float = DEFAULT_TOLERAN
     return REPRODUCED if abs(ours / paper - 1.0) <= tolerance else DIRECTION_ONLY
 
 
+def range_verdict(low: float, high: float, ours: float,
+                  tolerance: float = DEFAULT_TOLERANCE) -> str:
+    """Classify `ours` against a claim the paper states as a range ("1.13-2.26x over the
+    baselines across traces"): inside it, REPRODUCED; outside, `verdict` against the
+    range's nearest edge, so the size rule is the same as for a single figure. An edge of
+    zero has no direction: beyond it is DEVIATES."""
+    if low <= ours <= high:
+        return REPRODUCED
+    edge = min(max(ours, low), high)
+    return verdict(edge, ours, tolerance) if edge else DEVIATES
+
+
 @dataclass(frozen=True, slots=True)
 class Ablation:
     """The row's experiment with one thing changed, and what the change shows."""
@@ -81,20 +93,39 @@ class Row:
     expected_sign: int = 0
     unit: str = "change"  # "change": a relative change, shown as %; else the value's unit
     ablations: tuple[Ablation, ...] = ()
+    paper_range: tuple[float, float] | None = None  # a claim stated as a range (low, high)
+
+    @property
+    def reference(self) -> float | None:
+        """The paper's figure ours is held to: the figure, or the range's nearest point."""
+        if self.paper_range is not None:
+            low, high = self.paper_range
+            return min(max(self.ours, low), high)
+        return self.paper
 
     @property
     def ratio(self) -> float | None:
-        """ours / paper, None where the paper gives only a direction."""
-        return self.ours / self.paper if self.paper else None
+        """ours / the paper's figure, None where the paper gives only a direction."""
+        return self.ours / self.reference if self.reference else None
 
     @property
     def verdict(self) -> str:
+        if self.paper_range is not None:
+            return range_verdict(*self.paper_range, self.ours, self.tolerance)
         return verdict(self.paper, self.ours, self.tolerance, self.expected_sign)
+
+    @property
+    def paper_text(self) -> str:
+        if self.paper_range is not None:
+            low, high = self.paper_range
+            return f"{format_figure(low, self.unit)} to {format_figure(high, self.unit)}"
+        return format_figure(self.paper, self.unit)
 
     def to_dict(self) -> dict[str, object]:
         data = asdict(self)
         data["ratio"] = self.ratio
         data["verdict"] = self.verdict
+        data["paper_text"] = self.paper_text
         return data
 
 
@@ -118,6 +149,11 @@ def format_figure(value: float | None, unit: str) -> str:
     return f"{value:+.1%}" if unit == "change" else f"{value:.3g} {unit}"
 
 
+def paper_text(row: dict) -> str:
+    """The paper's side of a row as written to JSON (reports before ranges lack the key)."""
+    return row.get("paper_text") or format_figure(row["paper"], row["unit"])
+
+
 def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
@@ -136,7 +172,7 @@ def markdown_table(reports: list[dict]) -> str:
             ratio = "—" if row["ratio"] is None else f"{row['ratio']:.2f}"
             lines.append("| " + " | ".join(_cell(c) for c in (
                 report["paper"], row["experiment"], row["metric"],
-                f"{format_figure(row['paper'], row['unit'])} ({row['paper_detail']})",
+                f"{paper_text(row)} ({row['paper_detail']})",
                 f"{format_figure(row['ours'], row['unit'])} ({row['our_detail']})",
                 ratio, row["verdict"], row["note"])) + " |")
             for ab in row["ablations"]:

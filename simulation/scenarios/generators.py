@@ -57,7 +57,19 @@ def _gandiva_trace_mix(seed: int, num_jobs: int = 500,
     return gandiva_trace_mix_workload(num_jobs, arrival_rate_per_hour, seed)
 
 
+def _muri_trace(seed: int, trace: int = 3) -> Workload:
+    from simulation.reproductions.muri import TRACES, TRACES_DIR
+    from simulation.workloads import load_trace
+
+    if trace not in TRACES:
+        raise InputError(f"must be one of {', '.join(map(str, TRACES))}", source="muri-trace",
+                         field="trace")
+    return load_trace(TRACES_DIR / f"muri_trace{trace}.csv")
+
+
 GENERATORS: dict[str, NamedGenerator] = {
+    "muri-trace": NamedGenerator(_muri_trace, {"trace": int},
+                                 "one of Muri's four Philly traces, as shipped (seed unused)"),
     "aryl-trace": NamedGenerator(_aryl_trace, {"scale": float, "every_job_elastic": bool},
                                  "Aryl's production trace, calibrated (aryl_trace.py)"),
     "edl-philly": NamedGenerator(_edl_philly, {"first": int, "last": int, "elastic": bool},

@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 
 from simulation.errors import InputError
-from simulation.reproductions import aryl, edl, gandiva
+from simulation.reproductions import aryl, edl, gandiva, muri
 from simulation.runner import engine_config, split_settings
 from simulation.scenarios import load_named_scenarios
 from simulation.scenarios.generators import named_workload
-from simulation.workloads import load_trace
+from simulation.workloads import load_cluster_spec, load_trace
 from simulation.workloads.aryl_trace import ArylTraceSpec, aryl_trace_workload
 from simulation.workloads.cluster_spec import cluster_spec_from_dict
 from simulation.workloads.gandiva_edl import gandiva_cluster
@@ -84,3 +84,17 @@ def test_a_bad_generator_knob_is_an_error_naming_it(spec, field) -> None:
 
 def test_an_integer_is_a_float_knob() -> None:
     assert len(named_workload({"generator": "gandiva-eight-model", "num_jobs": 3, "hours": 1})) == 3
+
+
+def test_muri_scenarios_run_figures_9_and_10_on_the_shipped_traces(named) -> None:
+    cluster = load_cluster_spec(muri.TRACES_DIR / "muri_cluster_spec_n8g8.csv")
+    for trace in muri.TRACES:
+        scenario = named[f"muri-trace{trace}"]
+        assert cluster_spec_from_dict(scenario.cluster) == cluster
+        assert [e["policy"] for e in scenario.policies] == [
+            *muri.KNOWN, "muri-s", *muri.UNKNOWN, "muri-l"]
+        assert scenario.workload == {"generator": "muri-trace", "trace": trace}
+    assert named_workload({"generator": "muri-trace", "trace": 3}) == load_trace(
+        muri.TRACES_DIR / "muri_trace3.csv")
+    with pytest.raises(InputError):
+        named_workload({"generator": "muri-trace", "trace": 5})

@@ -11,7 +11,7 @@ from simulation.cli import main
 from simulation.dlt_models import model_info
 from simulation.errors import InputError
 from simulation.model import JobSpec, Workload
-from simulation.reproductions import aryl, paper_names
+from simulation.reproductions import aryl, muri, paper_names
 from simulation.reproductions.edl import edl_philly_workload
 from simulation.reproductions.gandiva import baseline_utilisation, logged_utilisation
 from simulation.reproductions.report import (
@@ -22,6 +22,7 @@ from simulation.reproductions.report import (
     REPRODUCED,
     Row,
     markdown_table,
+    range_verdict,
     rewrite_readme,
     verdict,
 )
@@ -38,6 +39,24 @@ from simulation.reproductions.report import (
 ])
 def test_verdict_compares_sign_then_ratio(paper, ours, expected):
     assert verdict(paper, ours) == expected
+
+
+@pytest.mark.parametrize(("low", "high", "ours", "expected"), [
+    (-0.558, -0.115, -0.30, REPRODUCED),      # Muri: JCT speedup 1.13-2.26x, inside
+    (-0.558, -0.115, -0.10, REPRODUCED),      # 0.87 of the nearest edge
+    (-0.558, -0.115, -0.05, DIRECTION_ONLY),  # 0.43 of it
+    (-0.558, -0.115, -0.69, REPRODUCED),      # 1.24 of the far edge: inside 1 ± 0.25
+    (-0.558, -0.115, -0.80, DIRECTION_ONLY),  # 1.43
+    (-0.558, -0.115, 0.10, DEVIATES),         # slower than the baseline
+    (-0.394, 0.0, 0.0, REPRODUCED),           # makespan speedup 1-1.65x: no change is in it
+    (-0.394, 0.0, 0.02, DEVIATES),            # beyond an edge of zero
+])
+def test_range_claims_are_held_to_their_nearest_edge(low, high, ours, expected):
+    row = Row("Fig. 9", "mean JCT", None, ours, "", "", "", paper_range=(low, high))
+    assert row.verdict == range_verdict(low, high, ours) == expected
+    if low <= ours <= high:
+        assert row.ratio in (1.0, None)  # None: ours is 0, an edge of the range
+    assert row.paper_text == f"{low:+.1%} to {high:+.1%}"
 
 
 def test_verdict_on_a_direction_only_claim():
@@ -70,8 +89,8 @@ def test_readme_block_is_replaced_between_markers(tmp_path):
 def test_unknown_paper_exits_2_naming_the_known_ones(tmp_path, capsys):
     assert main(["reproduce", "nope", "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err
-    assert "unknown paper 'nope'" in err and "aryl, edl, gandiva, all" in err
-    assert paper_names("all") == ["aryl", "edl", "gandiva"]
+    assert "unknown paper 'nope'" in err and "aryl, edl, gandiva, muri, all" in err
+    assert paper_names("all") == ["aryl", "edl", "gandiva", "muri"]
 
 
 def test_edl_philly_jobs_are_elastic_from_half_to_twice_and_start_at_zero():
@@ -146,3 +165,28 @@ def test_aryl_experiments_run_on_the_calibrated_trace_and_its_contended_cluster(
     assert "1008 jobs, 92 GPUs" in lines[0] and "1008 jobs, 76 GPUs" in lines[1]
     assert f["contended-baseline"].queuing > f["baseline"].queuing
     assert f["baseline"].preemption_ratio == 0.0 and f["baseline"].reclaim_preemptions == 0
+
+
+def test_muri_rows_hold_muri_to_its_best_baseline_and_section_6_3s_ranges():
+    fig = muri.Figures
+    f = {("srtf", 3): fig(jct_mean=200.0, jct_p99=1000.0, makespan=5000.0, restarts_per_job=1),
+         ("srsf", 3): fig(150.0, 1200.0, 5000.0, 1.0),
+         ("muri-s", 3): fig(100.0, 600.0, 5000.0, 2.0)}
+    rows = {r.metric: r for r in muri.speedup_rows(f, "muri-s", muri.KNOWN, "Figure 9")}
+    assert set(rows) == {"mean JCT", "makespan", "p99 JCT"}  # trace 3 only: the others skip
+    # Mean JCT against SRSF (150 s, the better one): 1.5x, inside 1.13-2.26x.
+    assert rows["mean JCT"].ours == pytest.approx(100 / 150 - 1)
+    assert rows["mean JCT"].paper_range == pytest.approx((1 / 2.26 - 1, 1 / 1.13 - 1))
+    assert rows["mean JCT"].verdict == REPRODUCED
+    assert rows["p99 JCT"].ours == pytest.approx(600 / 1000 - 1)  # against SRTF this time
+    assert rows["makespan"].ours == 0.0 and rows["makespan"].verdict == REPRODUCED  # 1x is in
+    f |= {("muri-l", 3): fig(100.0, 0.0, 1000.0, 0.0),
+          ("muri-l-priority", 3): fig(110.0, 0.0, 1100.0, 0.0),
+          ("muri-l-worst", 3): fig(90.0, 0.0, 1200.0, 0.0)}
+    by_label = {(r.experiment, r.metric): r for r in muri.figure11_rows(f)}
+    blossom = "Figure 11: trace 3, Muri-L without Blossom"
+    worst = "Figure 11: trace 3, Muri-L worst ordering"
+    assert by_label[blossom, "mean JCT"].verdict == REPRODUCED  # +10 %, up to +14 %
+    assert by_label[blossom, "makespan"].verdict == DIRECTION_ONLY  # +10 % against 6 %
+    assert by_label[worst, "mean JCT"].verdict == DEVIATES  # better, where the paper is worse
+    assert by_label[worst, "makespan"].ours == pytest.approx(0.2)
