@@ -394,8 +394,10 @@ def reproduction_ratio_figure(rows: Sequence[Mapping[str, Any]], *, tolerance: f
     """Ours / paper per row that has a paper figure, one bar each, coloured by verdict.
 
     The band 1 ± `tolerance` is where the size counts as reproduced; a negative ratio is
-    the opposite direction. Ratios beyond RATIO_AXIS are clipped to its edge (the text on
-    the bar and the hover give the value), so one far-off row does not flatten the others.
+    the opposite direction; a claim stated as a range is held to its nearest point (1.00
+    inside it). Ratios beyond RATIO_AXIS are clipped to its edge (the text on the bar and
+    the hover give the value), so one far-off row does not flatten the others; the value
+    is written inside a bar that holds it, beside it otherwise.
     """
     shown = [row for row in rows if row.get("ratio") is not None]
     labels = [f"{row['experiment']} · {row['metric']}" for row in shown]
@@ -408,7 +410,7 @@ def reproduction_ratio_figure(rows: Sequence[Mapping[str, Any]], *, tolerance: f
     fig.add_trace(go.Bar(
         y=labels, x=[min(max(row["ratio"], lo), hi) for row in shown], orientation="h",
         marker_color=[VERDICT_COLORS.get(row["verdict"], "#777") for row in shown],
-        text=[f"{row['ratio']:.2f}" for row in shown], textposition="outside",
+        text=[f"{row['ratio']:.2f}" for row in shown], textposition="auto",
         customdata=[[row["ratio"], row["verdict"]] for row in shown],
         hovertemplate="%{y}<br>ours / paper %{customdata[0]:.3f}<br>%{customdata[1]}"
                       "<extra></extra>",

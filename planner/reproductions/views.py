@@ -91,8 +91,8 @@ def reproduction_detail(request: HttpRequest, reproduction_id: int) -> HttpRespo
         charts.append(figures.Chart(
             "ratios", "Ours / paper, per claim",
             f"Inside the green band (1 ± {DEFAULT_TOLERANCE:.0%}) the size is reproduced; "
-            "below 0 the direction is the opposite. Claims with a direction only are in the "
-            "table.",
+            "below 0 the direction is the opposite. A claim stated as a range is held to its "
+            "nearest point (1.00 inside it); claims with a direction only are in the table.",
             figures.reproduction_ratio_figure(rows, tolerance=DEFAULT_TOLERANCE)))
     return render(request, "reproductions/detail.html", {
         "reproduction": reproduction, "paper": PAPERS.get(reproduction.paper),
