@@ -28,6 +28,12 @@ iteration time at 16 GPUs from Muri's traces (the ``iteration_time`` column of
 
 Jobs with neither a profile nor a known model are not grouped: they run alone.
 
+Profiles with fewer stages than the policy's resource types are padded with idle stages
+(below), and the padded phases still cost a barrier each: two jobs profiled on two
+resources, Figure 4's A (2, 1) and B (1, 2), swap perfectly over two types (T = 3, each at
+full speed) but take T = 4 over four (each at 3/4). A workload profiled on two resources
+sets `resource_types=2` (issue #16's two-pair case, tested in `test_muri.py`).
+
 **Three-stage profiles over four resource types** (data d, GPU g, network n; the pipeline
 model). Muri's simulator does not pad these: when ``multi_resource == 4`` and the first job
 has three stages it times every ordering with a recursion over phase boundaries

@@ -168,6 +168,27 @@ def test_muri_s_beats_srsf_on_an_interleavable_workload():
     assert muri["makespan"] < srsf["makespan"]
 
 
+@pytest.mark.parametrize(("resource_types", "share"), [(2, 1.0), (4, 0.75)])
+def test_two_resource_jobs_swap_perfectly_when_timed_over_two_resources(resource_types, share):
+    # Issue #16: four jobs on 2 GPUs, two like Figure 4's A (2 s CPU, 1 s GPU), two like B
+    # (1, 2), no group overhead. Over two resource types A and B swap perfectly: T = 3 s,
+    # each one's own iteration time, so both run at full speed. Padded to four types, the
+    # 4-phase cycle has two phases in which only one job works: T = 2 + 1 + 0 + 1 = 4 s,
+    # each at 3/4. A workload profiled on two resources sets resource_types=2.
+    jobs = Workload(tuple(_job(i, FIG4["A"] if i % 2 else FIG4["B"]) for i in range(4)))
+    policy = create_policy("muri-s", {"resource_types": resource_types,
+                                      "max_group_size": 2, "group_overhead": "none"})
+    sim = Simulation(_cluster(1, 2), jobs, policy, config=EngineConfig(max_time=360.0))
+    sim.run()
+    running = sim.state.running
+    assert len(running) == 4
+    assert [job.share for job in running.values()] == pytest.approx([share] * 4)
+    pairs: dict[int, set] = {}
+    for job_id, job in running.items():
+        pairs.setdefault(policy._group_of[job_id], set()).add(job.spec.profile.stage_seconds)
+    assert all(kinds == {FIG4["A"], FIG4["B"]} for kinds in pairs.values())
+
+
 def test_muri_runs_alone_when_the_cluster_has_room():
     sim = Simulation(_cluster(1, 4), _interleavable(3), create_policy("muri-l"),
                      config=EngineConfig(max_time=360.0))  # the first 6-minute round
