@@ -781,9 +781,12 @@ def named_scenarios_load(*, names: Collection[str] | None = None) -> list[Scenar
     """The paper reproductions' named scenarios (simulation/scenarios/*.yaml), or those of
     `names`, as scenarios; returns the ones created.
 
-    Idempotent by slug (the scenario's name). A shared setting goes to each policy that
-    declares it and to the engine otherwise (`split_settings`); the inference load is sized
-    to the cluster. Nothing is launched here (`named_scenario_launch` does).
+    Idempotent by slug (the scenario's name); a stored scenario of that slug whose workload,
+    policies or settings differ from the file's is an earlier version: it loses the slug
+    (keeping its runs, renamed) and the file's version is created. A shared setting goes to
+    each policy that declares it and to the engine otherwise (`split_settings`); the
+    inference load is sized to the cluster. Nothing is launched here
+    (`named_scenario_launch` does).
     """
     from simulation.scenarios import load_named_scenarios
 
@@ -791,19 +794,6 @@ def named_scenarios_load(*, names: Collection[str] | None = None) -> list[Scenar
     for name, named in load_named_scenarios().items():
         if names is not None and name not in names:
             continue
-        if Scenario.objects.filter(slug=name).exists():
-            continue
-        cluster = _cluster_for_spec(data=named.cluster, source=named.source)
-        workload_row = (Workload.objects.filter(
-            content_sha256=sha256_json({"spec": named.workload, "seed": 0})).first()
-            or workload_create_from_generator(name=f"{name} workload", spec=named.workload))
-        load = None
-        if named.inference_load is not None:
-            params = dict(named.inference_load)
-            load = (InferenceLoadProfile.objects.filter(
-                kind=InferenceLoadKind.GENERATED, content_sha256=sha256_json(params)).first()
-                or inference_load_create_generated(name=f"{name} inference load",
-                                                   params=params))
         policies, engines = [], []
         for entry in named.policies:
             params, engine = split_settings(entry["policy"], named.settings)
@@ -812,6 +802,31 @@ def named_scenarios_load(*, names: Collection[str] | None = None) -> list[Scenar
         if any(engine != engines[0] for engine in engines):
             raise InputError("a setting is a parameter of some of its policies only: give it "
                              "in their params", source=named.source, field=name)
+        load_params = None if named.inference_load is None else dict(named.inference_load)
+        existing = (Scenario.objects.filter(slug=name)
+                    .select_related("workload", "cluster", "inference_load").first())
+        if existing is not None:
+            load = existing.inference_load
+            if (existing.workload.generator_spec == named.workload
+                    and existing.cluster.name == named.cluster["name"]
+                    and (load.content_sha256 if load else None) == (
+                        None if load_params is None else sha256_json(load_params))
+                    and existing.policies == policies and existing.engine_settings == engines[0]):
+                continue
+            # An earlier version of this named scenario: kept with its runs, under its name.
+            existing.slug = ""
+            existing.name = f"{existing.name} (earlier version #{existing.pk})"
+            existing.save(update_fields=["slug", "name"])
+        cluster = _cluster_for_spec(data=named.cluster, source=named.source)
+        workload_row = (Workload.objects.filter(
+            content_sha256=sha256_json({"spec": named.workload, "seed": 0})).first()
+            or workload_create_from_generator(name=f"{name} workload", spec=named.workload))
+        load = None
+        if load_params is not None:
+            load = (InferenceLoadProfile.objects.filter(
+                kind=InferenceLoadKind.GENERATED, content_sha256=sha256_json(load_params))
+                .first() or inference_load_create_generated(name=f"{name} inference load",
+                                                            params=load_params))
         created.append(scenario_create(
             name=name, slug=name, description=named.description, cluster=cluster,
             workload=workload_row, inference_load=load, seeds=[0], policies=policies,

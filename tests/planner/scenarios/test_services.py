@@ -8,7 +8,7 @@ from django.core.management import call_command
 from django.utils import timezone
 
 from planner.scenarios import selectors, services
-from planner.scenarios.models import Run, RunResult, RunStatus, SweepStatus
+from planner.scenarios.models import Run, RunResult, RunStatus, Scenario, SweepStatus
 from simulation.errors import InputError
 from tests.planner.factories import cluster_make, scenario_make, workload_make
 
@@ -228,3 +228,19 @@ def test_named_scenarios_are_created_once():
     assert [p["policy"] for p in gandiva.policies] == ["fifo", "gandiva"]
     assert gandiva.policies[0]["params"] == {"backfill": True}
     assert gandiva.engine_settings == {"migration_pause": 1.0}
+
+
+def test_an_earlier_version_of_a_named_scenario_keeps_its_runs_but_not_the_name():
+    # A database from before the file changed: "gandiva-6.4" with other jobs and policies.
+    old = scenario_make(policies=["fifo"])
+    Scenario.objects.filter(pk=old.pk).update(slug="gandiva-6.4", name="gandiva-6.4")
+    services.scenario_launch(scenario=Scenario.objects.get(pk=old.pk))
+    runs = Run.objects.filter(scenario=old).count()
+
+    (created,) = services.named_scenarios_load(names={"gandiva-6.4"})
+
+    old.refresh_from_db()
+    assert created.slug == "gandiva-6.4" and created.workload.num_jobs == 500
+    assert old.slug == "" and old.name == f"gandiva-6.4 (earlier version #{old.pk})"
+    assert Run.objects.filter(scenario=old).count() == runs > 0
+    assert services.named_scenarios_load(names={"gandiva-6.4"}) == []  # now up to date
