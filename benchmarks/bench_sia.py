@@ -3,11 +3,13 @@ same with a 3-week history before the 3 evaluated days (`sia history_days=21`; s
 over the evaluated jobs only), and WillJobsArrive trained on a 3-week history, scored on
 the week after (Table 10 style, plus ROC AUC: 0.5 means the features carry no signal).
 
-Run: .venv/bin/python benchmarks/bench_sia.py
+Run: .venv/bin/python benchmarks/bench_sia.py [--arrivals poisson|closed-loop]
+(closed-loop: SIA §3's users with a daily and weekly rhythm, `simulation/workloads/sia.py`)
 """
 
 from __future__ import annotations
 
+import argparse
 import sys
 import time
 from pathlib import Path
@@ -32,8 +34,8 @@ RUNS = (
 )
 
 
-def bench_policies(seed: int = 0) -> None:
-    setup = SiaSetup(queues=4, days=3.0)
+def bench_policies(arrivals: str, seed: int = 0) -> None:
+    setup = SiaSetup(queues=4, days=3.0, arrivals=arrivals)
     cluster = sia_cluster(setup)
     workload = generate_sia_workload(setup, seed=seed)
     started = time.perf_counter()
@@ -62,8 +64,9 @@ HISTORY_RUNS = (
 )
 
 
-def bench_history(seed: int = 0, history_days: float = 21.0, days: float = 3.0) -> None:
-    setup = SiaSetup(queues=4, days=history_days + days)
+def bench_history(arrivals: str, seed: int = 0, history_days: float = 21.0,
+                  days: float = 3.0) -> None:
+    setup = SiaSetup(queues=4, days=history_days + days, arrivals=arrivals)
     cluster = sia_cluster(setup)
     workload = generate_sia_workload(setup, seed=seed)
     split = history_days * DAY
@@ -90,8 +93,8 @@ def bench_history(seed: int = 0, history_days: float = 21.0, days: float = 3.0) 
               f"{stats['slowdown_minutes_total']:>13.0f}{stats['slowdown_minutes_max']:>13.0f}")
 
 
-def bench_predictor(seed: int = 0) -> None:
-    setup = SiaSetup(queues=4, days=28.0)
+def bench_predictor(arrivals: str, seed: int = 0) -> None:
+    setup = SiaSetup(queues=4, days=28.0, arrivals=arrivals)
     workload = generate_sia_workload(setup, seed=seed)
     starts = virtual_start_times(workload.jobs, queue_quotas(sia_cluster(setup)))
     split = 21 * DAY
@@ -113,6 +116,12 @@ def bench_predictor(seed: int = 0) -> None:
 
 
 if __name__ == "__main__":
-    bench_policies()
-    bench_history()
-    bench_predictor()
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--arrivals", choices=("poisson", "closed-loop"), default="poisson")
+    parser.add_argument("--only", choices=("policies", "history", "predictor"))
+    args = parser.parse_args()
+    print(f"arrivals: {args.arrivals}")
+    for name, bench in (("policies", bench_policies), ("history", bench_history),
+                        ("predictor", bench_predictor)):
+        if args.only in (None, name):
+            bench(args.arrivals)

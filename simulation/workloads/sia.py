@@ -18,6 +18,17 @@
 
 Every concern draws from its own generator spawned from one SeedSequence, so the same
 spec and seed give the same jobs on any machine.
+
+`arrivals="closed-loop"` replaces the Poisson bursts with SIA §3's users (issue #16: with
+memoryless arrivals WillJobsArrive has nothing to learn, ROC AUC 0.5). Each queue has
+`users` users (by default as many as meet its load, sized by a pilot user); a user submits
+a burst, studies its results — waits until its longest job would end had it started at
+once (the generator cannot know the queueing), then thinks for an exponential
+`think_minutes` — and submits the next burst, re-running the same experiment with
+probability `repeat_experiment`. Users work weekdays in `workday` hours; a submission that
+falls outside them waits for the next working morning (plus up to an hour), unless the
+user works on, with probability `off_hours_share`: a daily and a weekly rhythm, with
+arrivals that follow completions.
 """
 
 from __future__ import annotations
@@ -35,6 +46,7 @@ WIDTH_WEIGHTS = np.array([0.7, 0.1, 0.15, 0.05])
 SHORT_MINUTES = (math.sqrt(10.0), 100.0)
 LONG_MINUTES = (100.0, 1000.0)
 LONG_SHARE = 0.2
+PILOTS = 16  # closed loop: users simulated alone to size a queue's crowd to its load
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +61,11 @@ class SiaSetup:
     burst_spread_seconds: float = 60.0
     repeat_experiment: float = 0.5
     experiment_sigma: float = 0.25
+    arrivals: str = "poisson"  # or "closed-loop" (module docstring)
+    users: int | None = None  # closed loop: users per queue; None: sized to the queue's load
+    think_minutes: float = 30.0
+    workday: tuple[float, float] = (9.0, 19.0)  # hours of a weekday users submit in
+    off_hours_share: float = 0.15
 
 
 def queue_names(setup: SiaSetup) -> list[str]:
@@ -91,6 +108,65 @@ def _burst_widths(total: int, quota: int, rng: np.random.Generator) -> list[int]
     return widths
 
 
+def working_time(t: float, setup: SiaSetup, rng: np.random.Generator) -> float:
+    """When a user who wants to submit at `t` does: at once in working hours (weekdays
+    from day 0, hours in `setup.workday`) or with probability `off_hours_share`, else the
+    next working morning plus up to an hour."""
+    day, hour = divmod(t, DAY)
+    start, end = setup.workday
+    weekday = int(day) % 7 < 5
+    if (weekday and start * 3600 <= hour < end * 3600) or rng.random() < setup.off_hours_share:
+        return t
+    day = int(day) + (hour >= start * 3600 or not weekday)
+    while day % 7 >= 5:
+        day += 1
+    return day * DAY + start * 3600 + rng.uniform(0.0, 3600.0)
+
+
+def _user_bursts(setup: SiaSetup, horizon: float, rng: np.random.Generator
+                 ) -> list[tuple[float, int, list[int], list[float]]]:
+    """One closed-loop user's bursts: (submit time, experiment number, widths, seconds)."""
+    quota = setup.gpus_per_queue
+    bursts = []
+    experiment, base = 0, 0.0
+    t = working_time(rng.uniform(0.0, DAY), setup, rng)
+    while t < horizon:
+        if experiment == 0 or rng.random() >= setup.repeat_experiment:
+            experiment += 1
+            base = float(_bimodal_seconds(rng, 1)[0])
+        widths = _burst_widths(int(rng.integers(1, quota + 1)), quota, rng)
+        seconds = [max(60.0, base * float(f))
+                   for f in np.exp(rng.normal(0.0, setup.experiment_sigma, len(widths)))]
+        bursts.append((t, experiment, widths, seconds))
+        t += max(seconds) + rng.exponential(setup.think_minutes * 60.0)
+        t = working_time(t, setup, rng)
+    return bursts
+
+
+def _closed_loop_jobs(name: str, load: float, setup: SiaSetup, horizon: float,
+                      rng: np.random.Generator) -> list[JobSpec]:
+    """A queue's jobs from its users (module docstring); ids `<queue>-<n>`."""
+    users = setup.users
+    if users is None:  # PILOTS users' mean GPU-time over the horizon sizes the crowd
+        pilots = np.random.default_rng(rng.integers(2**63))
+        gpu_seconds = sum(w * s for _ in range(PILOTS)
+                          for _, _, widths, secs in _user_bursts(setup, horizon, pilots)
+                          for w, s in zip(widths, secs, strict=True))
+        per_user = gpu_seconds / (PILOTS * setup.gpus_per_queue * horizon)
+        users = max(1, round(load / per_user)) if per_user > 0 else 1
+    rows = []
+    for user in range(users):
+        for t, experiment, widths, seconds in _user_bursts(setup, horizon, rng):
+            offsets = np.sort(rng.uniform(0, setup.burst_spread_seconds, len(widths)))
+            for width, offset, duration in zip(widths, offsets, seconds, strict=True):
+                rows.append((round(float(t + offset), 3), width, round(duration, 3),
+                             f"{name}-u{user + 1}-e{experiment}"))
+    rows.sort()
+    return [JobSpec(job_id=f"{name}-{n}", submit_time=submit, num_gpus=width,
+                    duration=duration, pool=name, preemptible=False, experiment=experiment)
+            for n, (submit, width, duration, experiment) in enumerate(rows, 1)]
+
+
 def generate_sia_workload(setup: SiaSetup = SiaSetup(), seed: int = 0) -> Workload:
     """Jobs for every queue of `setup`, sorted by submit time; ids are `<queue>-<n>`."""
     loads_rng, arrivals_rng, widths_rng, durations_rng, tags_rng = (
@@ -100,6 +176,15 @@ def generate_sia_workload(setup: SiaSetup = SiaSetup(), seed: int = 0) -> Worklo
     quota = setup.gpus_per_queue
     loads = loads_rng.uniform(*setup.load_range, setup.queues)
     jobs: list[JobSpec] = []
+    if setup.arrivals == "closed-loop":
+        for name, load in zip(queue_names(setup), loads, strict=True):
+            jobs += [job for job in _closed_loop_jobs(name, float(load), setup, horizon,
+                                                      arrivals_rng) if job.submit_time < horizon]
+        jobs.sort(key=lambda j: (j.submit_time, j.job_id))
+        return Workload(tuple(jobs), source=f"sia-generator(closed-loop, seed={seed})",
+                        format="sia")
+    if setup.arrivals != "poisson":
+        raise ValueError(f"arrivals must be poisson or closed-loop, got {setup.arrivals!r}")
     for name, load in zip(queue_names(setup), loads, strict=True):
         rate = load * quota / _mean_burst_gpu_seconds(quota)  # bursts per second
         t = arrivals_rng.exponential(1 / rate)

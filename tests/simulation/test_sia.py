@@ -14,8 +14,14 @@ from simulation.policies.sia.common import (
     queue_quotas,
     virtual_start_times,
 )
+from simulation.predictors.arrivals import DAY, WillJobsArrive, pool_histories
 from simulation.runner import run_simulation
-from simulation.workloads.sia import SiaSetup, generate_sia_workload, sia_cluster
+from simulation.workloads.sia import (
+    SiaSetup,
+    generate_sia_workload,
+    sia_cluster,
+    working_time,
+)
 
 MIN = 60.0
 
@@ -203,3 +209,58 @@ def test_sia_history_period_does_not_lend_then_trains() -> None:
         for spec in history:  # scheduled as without sharing, up to the end of history
             assert shared[spec.job_id]["start"] == pytest.approx(base[spec.job_id]["start"])
         assert any(shared[j]["start"] < base[j]["start"] - 1 for j in base)
+
+
+# --- closed-loop users (SIA §3, issue #16) ---------------------------------------------------
+
+NO_OVERTIME = SiaSetup(off_hours_share=0.0)
+
+
+@pytest.mark.parametrize(("day", "hour", "expected_day"), [
+    (0, 10.0, None),  # Monday 10:00, working hours: at once
+    (1, 3.0, 1),      # Tuesday 03:00: Tuesday morning
+    (4, 20.0, 7),     # Friday 20:00: next Monday morning
+    (5, 12.0, 7),     # Saturday noon: Monday morning
+])
+def test_users_submit_in_working_hours_or_the_next_working_morning(day, hour, expected_day):
+    t = day * 86400.0 + hour * 3600.0
+    at = working_time(t, NO_OVERTIME, np.random.default_rng(0))
+    if expected_day is None:
+        assert at == t
+    else:
+        assert expected_day * 86400.0 + 9 * 3600.0 <= at < expected_day * 86400.0 + 10 * 3600.0
+
+
+def test_closed_loop_users_wait_for_their_results_before_the_next_burst():
+    setup = SiaSetup(queues=2, days=14.0, arrivals="closed-loop")
+    jobs = generate_sia_workload(setup, seed=4).jobs
+    assert jobs == generate_sia_workload(setup, seed=4).jobs
+    by_user: dict[str, list[list]] = {}
+    for job in jobs:  # experiment tags are <queue>-u<user>-e<n>; a burst spans < 60 s
+        bursts = by_user.setdefault(job.experiment.rsplit("-", 1)[0], [])
+        if not bursts or job.submit_time - bursts[-1][0].submit_time > 60.0:
+            bursts.append([])
+        bursts[-1].append(job)
+    gaps = 0
+    for bursts in by_user.values():
+        for burst, following in zip(bursts, bursts[1:], strict=False):
+            longest = max(job.duration for job in burst)
+            # jobs of a burst arrive within 60 s of its start (burst_spread_seconds)
+            assert following[0].submit_time >= burst[0].submit_time + longest - 60.0
+            gaps += 1
+    assert gaps > 100
+    weekend = [j for j in jobs if int(j.submit_time // 86400) % 7 >= 5]
+    assert len(weekend) < 0.05 * len(jobs)  # only users working on from Friday
+
+
+def test_arrival_predictor_learns_closed_loop_arrivals():
+    # With Poisson bursts the features carry nothing (ROC AUC ~0.5, benchmarks/README.md);
+    # users who submit after their results and in working hours are predictable.
+    setup = SiaSetup(queues=4, days=21.0, arrivals="closed-loop")
+    workload = generate_sia_workload(setup, seed=0)
+    starts = virtual_start_times(workload.jobs, queue_quotas(sia_cluster(setup)))
+    split = 14 * DAY
+    model = WillJobsArrive((60.0,), seed=0).fit(
+        pool_histories(workload.jobs, starts, until=split), 0.0, split)
+    auc = model.roc_auc(pool_histories(workload.jobs, starts), split, 21 * DAY)[60.0]
+    assert auc > 0.8
