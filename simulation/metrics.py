@@ -344,6 +344,21 @@ def _round(value: float | None) -> float | None:
     return None if value is None else round(value, 6)
 
 
+def jct_pairs(
+    baseline_jobs: Sequence[Mapping[str, Any]], jobs: Sequence[Mapping[str, Any]]
+) -> list[tuple[float, float]]:
+    """(baseline JCT, JCT) of every job finished in both runs, in `jobs`' order."""
+    base = {row["job_id"]: row["jct"] for row in baseline_jobs if row["jct"] not in (None, "")}
+    pairs = []
+    for row in jobs:
+        jct = row["jct"]
+        ref = base.get(row["job_id"])
+        if jct in (None, "") or ref is None or float(jct) <= 0:
+            continue
+        pairs.append((float(ref), float(jct)))
+    return pairs
+
+
 def speedups(
     baseline_jobs: Sequence[Mapping[str, Any]], jobs: Sequence[Mapping[str, Any]]
 ) -> dict[str, float]:
@@ -352,16 +367,9 @@ def speedups(
     Reports the geometric mean, p5 and p95, the share of jobs slowed down, and the total and
     maximum slowdown in minutes.
     """
-    base = {row["job_id"]: row["jct"] for row in baseline_jobs if row["jct"] not in (None, "")}
-    ratios: list[float] = []
-    slow_minutes: list[float] = []
-    for row in jobs:
-        jct = row["jct"]
-        ref = base.get(row["job_id"])
-        if jct in (None, "") or ref is None or float(jct) <= 0:
-            continue
-        ratios.append(float(ref) / float(jct))
-        slow_minutes.append(max(0.0, float(jct) - float(ref)) / 60.0)
+    pairs = jct_pairs(baseline_jobs, jobs)
+    ratios = [ref / jct for ref, jct in pairs]
+    slow_minutes = [max(0.0, jct - ref) / 60.0 for ref, jct in pairs]
     if not ratios:
         return {"jobs": 0, "geomean": 0.0, "p5": 0.0, "p95": 0.0, "slowed_share": 0.0,
                 "slowdown_minutes_total": 0.0, "slowdown_minutes_max": 0.0}

@@ -39,6 +39,9 @@ PAPERS: dict[str, Paper] = {
     "muri": Paper("simulation.reproductions.muri",
                   "Muri: multi-resource interleaving for DL training (SIGCOMM'22)",
                   "Figures 9-10 on the four Philly traces, Figure 11 on trace 3"),
+    "sia": Paper("simulation.reproductions.sia",
+                 "SIA: anticipatory resource allocation for ML training",
+                 "Table 10 and the headline speedups on closed-loop users"),
 }
 
 

@@ -67,7 +67,16 @@ def _muri_trace(seed: int, trace: int = 3) -> Workload:
     return load_trace(TRACES_DIR / f"muri_trace{trace}.csv")
 
 
+def _sia_users(seed: int, queues: int = 4, days: float = 24.0) -> Workload:
+    from simulation.workloads.sia import SiaSetup, generate_sia_workload
+
+    return generate_sia_workload(SiaSetup(queues=queues, days=days, arrivals="closed-loop"),
+                                 seed)
+
+
 GENERATORS: dict[str, NamedGenerator] = {
+    "sia-users": NamedGenerator(_sia_users, {"queues": int, "days": float},
+                                "SIA's setup with closed-loop users (SIA §3)"),
     "muri-trace": NamedGenerator(_muri_trace, {"trace": int},
                                  "one of Muri's four Philly traces, as shipped (seed unused)"),
     "aryl-trace": NamedGenerator(_aryl_trace, {"scale": float, "every_job_elastic": bool},

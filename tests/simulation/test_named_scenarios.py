@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from simulation.errors import InputError
-from simulation.reproductions import aryl, edl, gandiva, muri
+from simulation.reproductions import aryl, edl, gandiva, muri, sia
 from simulation.runner import engine_config, split_settings
 from simulation.scenarios import load_named_scenarios
 from simulation.scenarios.generators import named_workload
@@ -15,6 +15,7 @@ from simulation.workloads.aryl_trace import ArylTraceSpec, aryl_trace_workload
 from simulation.workloads.cluster_spec import cluster_spec_from_dict
 from simulation.workloads.gandiva_edl import gandiva_cluster
 from simulation.workloads.inference_load import generate_inference_load
+from simulation.workloads.sia import generate_sia_workload, sia_cluster
 
 # Named scenario -> the Aryl reproduction's experiment it opens.
 ARYL = {"aryl-baseline": "baseline", "aryl-basic": "basic", "aryl-advanced": "advanced",
@@ -98,3 +99,12 @@ def test_muri_scenarios_run_figures_9_and_10_on_the_shipped_traces(named) -> Non
         muri.TRACES_DIR / "muri_trace3.csv")
     with pytest.raises(InputError):
         named_workload({"generator": "muri-trace", "trace": 5})
+
+
+def test_sia_scenario_is_the_reproductions_workload_and_cluster(named) -> None:
+    scenario = named["sia-headline"]
+    spec = sia.setup(sia.HISTORY_DAYS + sia.EVALUATED_DAYS)
+    assert cluster_spec_from_dict(scenario.cluster).pools == sia_cluster(spec).pools
+    assert named_workload(scenario.workload) == generate_sia_workload(spec, seed=sia.SEED)
+    assert scenario.policies[2] == {"policy": "sia",
+                                    "params": {"history_days": sia.HISTORY_DAYS}}

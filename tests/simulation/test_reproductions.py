@@ -11,7 +11,7 @@ from simulation.cli import main
 from simulation.dlt_models import model_info
 from simulation.errors import InputError
 from simulation.model import JobSpec, Workload
-from simulation.reproductions import aryl, muri, paper_names
+from simulation.reproductions import aryl, muri, paper_names, sia
 from simulation.reproductions.edl import edl_philly_workload
 from simulation.reproductions.gandiva import baseline_utilisation, logged_utilisation
 from simulation.reproductions.report import (
@@ -89,8 +89,8 @@ def test_readme_block_is_replaced_between_markers(tmp_path):
 def test_unknown_paper_exits_2_naming_the_known_ones(tmp_path, capsys):
     assert main(["reproduce", "nope", "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err
-    assert "unknown paper 'nope'" in err and "aryl, edl, gandiva, muri, all" in err
-    assert paper_names("all") == ["aryl", "edl", "gandiva", "muri"]
+    assert "unknown paper 'nope'" in err and "aryl, edl, gandiva, muri, sia, all" in err
+    assert paper_names("all") == ["aryl", "edl", "gandiva", "muri", "sia"]
 
 
 def test_edl_philly_jobs_are_elastic_from_half_to_twice_and_start_at_zero():
@@ -190,3 +190,15 @@ def test_muri_rows_hold_muri_to_its_best_baseline_and_section_6_3s_ranges():
     assert by_label[blossom, "makespan"].verdict == DIRECTION_ONLY  # +10 % against 6 %
     assert by_label[worst, "mean JCT"].verdict == DEVIATES  # better, where the paper is worse
     assert by_label[worst, "makespan"].ours == pytest.approx(0.2)
+
+
+def test_sia_statistics_of_per_job_speedups():
+    # Baseline JCTs 20, 30, 40 s; ours 10, 60, 20 s: speedups 2, 0.5, 2.
+    base = [{"job_id": k, "jct": v} for k, v in (("a", 20.0), ("b", 30.0), ("c", 40.0))]
+    ours = [{"job_id": k, "jct": v} for k, v in (("a", 10.0), ("b", 60.0), ("c", 20.0))]
+    stats = sia._stats(base, ours)
+    assert stats["geomean"] == pytest.approx(2 ** (1 / 3))
+    assert stats["mean"] == pytest.approx(1.5)
+    assert stats["p90"] == pytest.approx(2.0)  # sorted 0.5, 2, 2: position 1.8 of 0..2
+    assert stats["slowed"] == pytest.approx(1 / 3)
+    assert stats["slow_minutes"] == pytest.approx(0.5)  # b lost 30 s

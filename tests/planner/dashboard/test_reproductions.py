@@ -39,7 +39,7 @@ def test_unknown_paper_is_refused_naming_the_known_ones_and_nothing_is_saved(pla
     response = planner.post(reverse("reproductions:start"), {"paper": "nope"})
     assert response.status_code == 400
     html = response.content.decode()
-    assert "unknown paper &#x27;nope&#x27;" in html and "aryl, edl, gandiva, muri" in html
+    assert "unknown paper &#x27;nope&#x27;" in html and "aryl, edl, gandiva, muri, sia" in html
     assert not Reproduction.objects.exists()
 
 

@@ -1,0 +1,158 @@
+"""SIA ("Anticipatory Resource Allocation for ML Training") §6 headline and Table 10.
+
+The paper's workloads are private CloudML traces; ours is SIA's own setup (`SiaSetup`: 4
+quota pools of 8 GPUs, loads 0.6-1.1, bursty arrivals, skewed durations) with §3's users
+(`arrivals="closed-loop"`: they submit after studying their last results, on weekdays),
+the structure WillJobsArrive's features are built for (Table 9's recent and future
+completions, §5.4.1).
+
+- Table 10: WillJobsArrive trained on three weeks of history and scored on the fourth
+  (precision, recall and F-score for the 5-minute, 1-hour and 12-hour windows; the paper
+  validates on "a set-aside corpus from a different two-week period").
+- Headline (§1, §6): SIA against the production scheduler (FCFS per pool) on three days
+  after 21 days of history the predictors learn from: average speedup 2.83x and 16.6x at
+  the 90th percentile; and against a scheduler that shares idle quota naively (max-min),
+  the share of jobs slowed down is "orders of magnitude" lower. We read "average" as the
+  geometric mean of per-job speedups (the metric of `simulation.metrics.speedups`) and
+  report the arithmetic mean in the row's detail; the slowdown claim is a direction (a plot).
+- Ablations on the mean speedup: SIA with perfect predictions (its bound on these jobs) and
+  with random arrival predictions.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from simulation.metrics import RunResult, jct_pairs
+from simulation.policies.sia.common import queue_quotas, virtual_start_times
+from simulation.predictors.arrivals import DAY, WillJobsArrive, pool_histories
+from simulation.reproductions import PAPERS, Progress
+from simulation.reproductions.report import Ablation, PaperReport, Row
+from simulation.runner import run_simulation
+from simulation.workloads.sia import SiaSetup, generate_sia_workload, sia_cluster
+
+SEED = 0
+HISTORY_DAYS = 21.0
+EVALUATED_DAYS = 3.0
+PREDICTOR_DAYS = (21.0, 28.0)  # trained on [0, 21), scored on [21, 28) days
+TABLE_10 = {5.0: (0.66, 0.85, 0.74), 60.0: (0.62, 0.72, 0.67), 720.0: (0.66, 0.64, 0.65)}
+SIA_RUNS = {
+    "sia": {},
+    "sia-perfect": {"arrivals": "perfect", "durations": "perfect"},
+    "sia-random": {"arrivals": "random"},
+}
+
+
+def setup(days: float) -> SiaSetup:
+    return SiaSetup(queues=4, days=days, arrivals="closed-loop")
+
+
+def table10_rows(progress: Progress) -> list[Row]:
+    """WillJobsArrive's precision, recall and F-score per window."""
+    trained, scored = (d * DAY for d in PREDICTOR_DAYS)
+    spec = setup(PREDICTOR_DAYS[1])
+    workload = generate_sia_workload(spec, seed=SEED)
+    starts = virtual_start_times(workload.jobs, queue_quotas(sia_cluster(spec)))
+    progress(f"sia Table 10: WillJobsArrive on {len(workload)} closed-loop jobs, "
+             f"{PREDICTOR_DAYS[0]:.0f} days of history")
+    model = WillJobsArrive(seed=SEED).fit(pool_histories(workload.jobs, starts, until=trained),
+                                          0.0, trained)
+    later = pool_histories(workload.jobs, starts)
+    scores = model.evaluate(later, trained, scored)
+    aucs = model.roc_auc(later, trained, scored)
+    rows = []
+    for minutes, (precision, recall, f_score) in TABLE_10.items():
+        ours = scores[minutes]
+        note = ""
+        if minutes == 5.0:
+            note = ("Our 5-minute window is hard: 6 % of samples see an arrival, and a burst "
+                    "follows its user's last results by a random think time.")
+        if minutes == 720.0:
+            note = ("Our users keep every queue busy through a working day: 69 % of 12-hour "
+                    "windows see an arrival, which makes this window easy.")
+        rows.append(Row(
+            "Table 10", f"F-score, {minutes:g}-minute window", f_score, ours.f_score,
+            f"precision {precision}, recall {recall}",
+            f"precision {ours.precision:.2f}, recall {ours.recall:.2f}, ROC AUC "
+            f"{aucs[minutes]:.2f} ({ours.samples} samples, {ours.positives / ours.samples:.0%} "
+            "positive)", note, unit="F-score"))
+    return rows
+
+
+def _evaluated(result: RunResult, split: float) -> list[dict]:
+    return [row for row in result.jobs if float(row["submit"]) >= split]
+
+
+def _stats(base: list[dict], jobs: list[dict]) -> dict[str, float]:
+    """Geometric and arithmetic mean and p90 of per-job speedups, the share of jobs slowed
+    and their minutes of slowdown (as `simulation.metrics.speedups`)."""
+    pairs = np.array(jct_pairs(base, jobs))
+    ratios = pairs[:, 0] / pairs[:, 1]
+    return {"geomean": float(np.exp(np.log(ratios).mean())), "mean": float(ratios.mean()),
+            "p90": float(np.percentile(ratios, 90)),
+            "slowed": float((ratios < 1 - 1e-9).mean()),
+            "slow_minutes": float(np.maximum(pairs[:, 1] - pairs[:, 0], 0.0).sum() / 60.0)}
+
+
+def headline_rows(progress: Progress) -> list[Row]:
+    """SIA vs FCFS per pool (speedups) and vs max-min (jobs slowed)."""
+    spec = setup(HISTORY_DAYS + EVALUATED_DAYS)
+    cluster = sia_cluster(spec)
+    workload = generate_sia_workload(spec, seed=SEED)
+    split = HISTORY_DAYS * DAY
+    progress(f"sia headline: fcfs-pools on {len(workload)} jobs "
+             f"({HISTORY_DAYS:.0f} days of history + {EVALUATED_DAYS:.0f} evaluated)")
+    base = _evaluated(run_simulation(cluster, workload, "fcfs-pools", seed=SEED), split)
+    stats = {}
+    for key, settings in SIA_RUNS.items():
+        progress(f"sia headline: {key}")
+        result = run_simulation(cluster, workload, "sia", seed=SEED,
+                                settings={"history_days": HISTORY_DAYS, **settings})
+        stats[key] = _stats(base, _evaluated(result, split))
+    progress("sia headline: maxmin")
+    stats["maxmin"] = _stats(base, _evaluated(
+        run_simulation(cluster, workload, "maxmin", seed=SEED), split))
+    sia = stats["sia"]
+    setup_note = (f"SIA's setup with closed-loop users, seed {SEED}: {len(base)} jobs in the "
+                  f"{EVALUATED_DAYS:.0f} evaluated days, after {HISTORY_DAYS:.0f} days the "
+                  "predictors learn from (the paper's CloudML traces are private).")
+    ablations = tuple(
+        Ablation(label, stats[key]["geomean"], f"p90 {stats[key]['p90']:.2f}x, "
+                 f"{stats[key]['slowed']:.1%} slowed", note)
+        for key, label, note in (
+            ("sia-perfect", "perfect predictions",
+             "SIA's own bound here: it lends only what it can prove unused; the gap to the "
+             "paper is the workload, not the predictors."),
+            ("sia-random", "random arrival predictions",
+             "About as fast, but slows far more jobs: the learned predictors pay in "
+             "slowdowns avoided."),
+        ))
+    return [
+        Row("§1, §6 headline: SIA vs production FCFS", "mean speedup", 2.83, sia["geomean"],
+            "2.83x on average", f"geometric {sia['geomean']:.2f}x, arithmetic {sia['mean']:.2f}x",
+            setup_note, unit="x", ablations=ablations),
+        Row("§1, §6 headline: SIA vs production FCFS", "p90 speedup", 16.6, sia["p90"],
+            "16.6x at the 90th percentile", f"{sia['p90']:.2f}x", "", unit="x"),
+        Row("§1, §6: SIA vs naive sharing (max-min)", "share of jobs slowed", -0.9,
+            _change(sia["slowed"], stats["maxmin"]["slowed"]),
+            "orders of magnitude fewer, read as at least 10x (-90 %)",
+            f"{sia['slowed']:.1%} vs {stats['maxmin']['slowed']:.1%} (max-min's mean "
+            f"speedup {stats['maxmin']['geomean']:.2f}x)",
+            "SIA lends idle quota only where its predictions say the owner will not need "
+            "it; the jobs it still slows lose minutes, not hours (ablation).",
+            ablations=(Ablation(
+                "minutes of slowdown instead of jobs slowed",
+                _change(stats["sia"]["slow_minutes"], stats["maxmin"]["slow_minutes"]),
+                f"{stats['sia']['slow_minutes']:,.0f} vs "
+                f"{stats['maxmin']['slow_minutes']:,.0f} min", ""),)),
+    ]
+
+
+def _change(ours: float, base: float) -> float:
+    return ours / base - 1.0 if base else (-1.0 if ours < base else 0.0)
+
+
+def reproduce(progress: Progress) -> PaperReport:
+    """SIA Table 10 and the §1/§6 headline on closed-loop users."""
+    return PaperReport("sia", PAPERS["sia"].title, table10_rows(progress)
+                       + headline_rows(progress))
