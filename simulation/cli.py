@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import os
 import sys
 import time
 from collections.abc import Sequence
@@ -56,11 +57,34 @@ def _inputs(args: argparse.Namespace) -> tuple[ClusterSpec, Workload, InferenceL
     return cluster, workload, load
 
 
+class ProgressLines:
+    """A long run's progress on stderr: nothing in its first QUIET_SECONDS (a short run
+    stays silent), then a line at each further tenth of the jobs finished, or after
+    QUIET_SECONDS without one (a run that reshuffles a queue finishes no job for a while)."""
+
+    QUIET_SECONDS = 5.0
+
+    def __init__(self, label: str) -> None:
+        self.label = label
+        self.started = self.last = time.perf_counter()
+        self.tenths = 0
+
+    def __call__(self, finished: float) -> None:
+        now = time.perf_counter()
+        tenths = int(finished * 10)
+        if now - self.started < self.QUIET_SECONDS:
+            return
+        if tenths > self.tenths or now - self.last >= self.QUIET_SECONDS:
+            self.tenths, self.last = tenths, now
+            print(f"[{now - self.started:7.1f} s] {self.label}: {finished:.0%} of the jobs "
+                  "finished", file=sys.stderr, flush=True)
+
+
 def _run_one(args: argparse.Namespace, policy: str, inputs: tuple, out: Path) -> RunResult:
     cluster, workload, load = inputs
     result = run_simulation(
         cluster, workload, policy, settings=_parse_settings(args.set), seed=args.seed,
-        inference_load=load,
+        inference_load=load, progress=ProgressLines(policy),
     )
     result.write(out)
     return result
@@ -230,3 +254,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (InvalidDecision, InvariantViolation) as exc:
         print(f"policy error (a bug, please report): {exc}", file=sys.stderr)
         return 1
+    except BrokenPipeError:
+        # The reader left (`policies | head`): stop quietly, as Unix tools do. Python would
+        # flush stdout again at exit and raise once more, so point it at /dev/null first.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0

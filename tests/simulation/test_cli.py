@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import csv
 import json
+import os
+import sys
 from pathlib import Path
 
 import pytest
 
-from simulation.cli import main
+from simulation.cli import ProgressLines, main
 
 TRACES = Path(__file__).resolve().parents[2].parent / "shared" / "traces"
 pytestmark = pytest.mark.skipif(not TRACES.is_dir(), reason=f"{TRACES} not present")
@@ -89,3 +91,32 @@ def test_missing_file_exits_2(tmp_path, capsys):
             "--policy", "fifo", "--out", str(tmp_path / "o")]
     assert main(argv) == 2
     assert "none.yaml" in capsys.readouterr().err
+
+
+def test_a_reader_that_leaves_early_ends_the_listing_quietly(monkeypatch, capsys):
+    # `python -m simulation policies | head -1`: the pipe closes under the listing. The
+    # command stops with status 0 and no traceback, as Unix tools do.
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    closed_pipe = os.fdopen(write_end, "w", buffering=1)
+    monkeypatch.setattr(sys, "stdout", closed_pipe)
+    assert main(["policies"]) == 0
+    monkeypatch.undo()
+    closed_pipe.close()
+    assert capsys.readouterr().err == ""
+
+
+def test_progress_lines_stay_quiet_for_short_runs_then_report_each_tenth(monkeypatch, capsys):
+    clock = iter([0.0, 1.0, 6.0, 6.5, 7.0, 13.0])  # start, then one reading per call
+    monkeypatch.setattr("simulation.cli.time.perf_counter", lambda: next(clock))
+    show = ProgressLines("srtf")
+    show(0.05)  # 1 s in: quiet
+    show(0.12)  # 6 s: first line (1 tenth)
+    show(0.15)  # 6.5 s: same tenth, 0.5 s since the last line: quiet
+    show(0.31)  # 7 s: a new tenth
+    show(0.31)  # 13 s: no new tenth, but 6 s without a line
+    lines = capsys.readouterr().err.splitlines()
+    assert [line.split("] ")[1] for line in lines] == [
+        "srtf: 12% of the jobs finished", "srtf: 31% of the jobs finished",
+        "srtf: 31% of the jobs finished"]
+    assert lines[0].startswith("[    6.0 s]")
