@@ -104,10 +104,46 @@ def _row(result: RunResult) -> dict[str, object]:
     }
 
 
+TIME_COLUMNS = ("jct_mean", "jct_median", "jct_p95", "jct_p99", "queuing_mean", "makespan")
+SHARE_COLUMNS = ("util_training", "util_overall")
+TIME_UNITS = ((7200.0, "h", 3600.0), (120.0, "min", 60.0), (0.0, "s", 1.0))
+
+
+def _time_unit(seconds: float) -> tuple[str, float]:
+    """Hours from two hours up, minutes from two minutes up, else seconds."""
+    return next((unit, scale) for least, unit, scale in TIME_UNITS if seconds >= least)
+
+
+def table_cells(rows: list[dict[str, object]]) -> tuple[list[str], list[list[str]]]:
+    """Headers and cells for people: each time column in one unit (named in its header)
+    that suits its largest value, shares in %, ratios to two decimals. The CSV keeps the
+    raw seconds."""
+    headers, columns = [], []
+    for column in COMPARE_COLUMNS:
+        values = [row[column] for row in rows]
+        if column in TIME_COLUMNS:
+            unit, scale = _time_unit(max(float(v) for v in values))
+            headers.append(f"{column} ({unit})")
+            columns.append([f"{float(v) / scale:,.1f}" for v in values])
+        elif column in SHARE_COLUMNS:
+            headers.append(column)
+            columns.append([f"{float(v):.1%}" for v in values])
+        elif column == "preemption_ratio":
+            headers.append(column)
+            columns.append([f"{float(v):.2f}" for v in values])
+        elif column == "wall_seconds":
+            headers.append("wall (s)")
+            columns.append([f"{float(v):.1f}" for v in values])
+        else:
+            headers.append(column)
+            columns.append([str(v) for v in values])
+    return headers, [list(cells) for cells in zip(*columns, strict=True)]
+
+
 def _print_table(rows: list[dict[str, object]]) -> None:
-    cells = [[str(row[c]) for c in COMPARE_COLUMNS] for row in rows]
-    widths = [max(len(c), *(len(r[i]) for r in cells)) for i, c in enumerate(COMPARE_COLUMNS)]
-    print("  ".join(c.rjust(w) for c, w in zip(COMPARE_COLUMNS, widths, strict=True)))
+    headers, cells = table_cells(rows)
+    widths = [max(len(h), *(len(r[i]) for r in cells)) for i, h in enumerate(headers)]
+    print("  ".join(h.rjust(w) for h, w in zip(headers, widths, strict=True)))
     for r in cells:
         print("  ".join(v.rjust(w) for v, w in zip(r, widths, strict=True)))
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from simulation.cli import ProgressLines, main
+from simulation.cli import ProgressLines, main, table_cells
 
 TRACES = Path(__file__).resolve().parents[2].parent / "shared" / "traces"
 pytestmark = pytest.mark.skipif(not TRACES.is_dir(), reason=f"{TRACES} not present")
@@ -120,3 +120,21 @@ def test_progress_lines_stay_quiet_for_short_runs_then_report_each_tenth(monkeyp
         "srtf: 12% of the jobs finished", "srtf: 31% of the jobs finished",
         "srtf: 31% of the jobs finished"]
     assert lines[0].startswith("[    6.0 s]")
+
+
+def test_the_printed_table_shows_each_time_column_in_one_readable_unit():
+    row = {"policy": "srtf", "jobs": 3, "jct_mean": 181483.76, "jct_median": 3588.0,
+           "jct_p95": 90.0, "jct_p99": 7200.0, "queuing_mean": 119.9, "makespan": 8171961.0,
+           "preemptions": 2, "preemption_ratio": 0.666667, "scaling_ops": 0,
+           "util_training": 0.804321, "util_overall": 0.8, "cadence": "event",
+           "wall_seconds": 0.2345}
+    headers, (cells,) = table_cells([row])
+    shown = dict(zip(headers, cells, strict=True))
+    assert shown["jct_mean (h)"] == "50.4"        # 181,484 s
+    assert shown["jct_median (min)"] == "59.8"    # 3,588 s: under two hours
+    assert shown["jct_p95 (s)"] == "90.0"         # under two minutes
+    assert shown["jct_p99 (h)"] == "2.0"          # two hours exactly
+    assert shown["queuing_mean (s)"] == "119.9"
+    assert shown["makespan (h)"] == "2,270.0"
+    assert shown["util_training"] == "80.4%" and shown["preemption_ratio"] == "0.67"
+    assert shown["wall (s)"] == "0.2" and shown["cadence"] == "event"
