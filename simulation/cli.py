@@ -18,7 +18,7 @@ from pathlib import Path
 from simulation.decide import DECIDERS
 from simulation.engine import EngineConfig
 from simulation.errors import InputError, InvalidDecision, InvariantViolation
-from simulation.metrics import RunResult
+from simulation.metrics import RunResult, time_unit
 from simulation.model import ClusterSpec, InferenceLoad, PoolKind, Workload
 from simulation.policies.base import registry
 from simulation.reclaim import reclaim_strategies
@@ -106,14 +106,6 @@ def _row(result: RunResult) -> dict[str, object]:
 
 TIME_COLUMNS = ("jct_mean", "jct_median", "jct_p95", "jct_p99", "queuing_mean", "makespan")
 SHARE_COLUMNS = ("util_training", "util_overall")
-TIME_UNITS = ((7200.0, "h", 3600.0), (120.0, "min", 60.0), (0.0, "s", 1.0))
-
-
-def _time_unit(seconds: float) -> tuple[str, float]:
-    """Hours from two hours up, minutes from two minutes up, else seconds."""
-    return next((unit, scale) for least, unit, scale in TIME_UNITS if seconds >= least)
-
-
 def table_cells(rows: list[dict[str, object]]) -> tuple[list[str], list[list[str]]]:
     """Headers and cells for people: each time column in one unit (named in its header)
     that suits its largest value, shares in %, ratios to two decimals. The CSV keeps the
@@ -122,7 +114,7 @@ def table_cells(rows: list[dict[str, object]]) -> tuple[list[str], list[list[str
     for column in COMPARE_COLUMNS:
         values = [row[column] for row in rows]
         if column in TIME_COLUMNS:
-            unit, scale = _time_unit(max(float(v) for v in values))
+            unit, scale = time_unit(max(float(v) for v in values))
             headers.append(f"{column} ({unit})")
             columns.append([f"{float(v) / scale:,.1f}" for v in values])
         elif column in SHARE_COLUMNS:

@@ -344,6 +344,16 @@ def _round(value: float | None) -> float | None:
     return None if value is None else round(value, 6)
 
 
+TIME_UNITS = ((7200.0, "h", 3600.0), (120.0, "min", 60.0), (0.0, "s", 1.0))
+
+
+def time_unit(seconds: float) -> tuple[str, float]:
+    """The unit a person reads a duration in, and its length in seconds: hours from two
+    hours up, minutes from two minutes up, else seconds (the pages, charts and CLI)."""
+    return next(((unit, scale) for least, unit, scale in TIME_UNITS if seconds >= least),
+                ("s", 1.0))  # NaN
+
+
 def jct_pairs(
     baseline_jobs: Sequence[Mapping[str, Any]], jobs: Sequence[Mapping[str, Any]]
 ) -> list[tuple[float, float]]:

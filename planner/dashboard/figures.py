@@ -19,6 +19,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from scipy import stats
 
+from simulation.metrics import time_unit
 from simulation.policies import registry
 
 CDF_POINTS = 300
@@ -39,7 +40,6 @@ PALETTE = (
 STATE_COLORS = {"idle": "#9aa5b1", "busy": "#2457a6", "on_loan": "#1f7a3f",
                 "reclaiming": "#b68100", "offline": "#b42318"}
 
-_TIME_UNITS = ((7200.0, "h", 3600.0), (120.0, "min", 60.0), (0.0, "s", 1.0))
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,7 +141,7 @@ def cdf_figure(results: Sequence[PolicyResult], *, column: str, name: str) -> go
     """CDF of a per-job duration (`jct` or `queuing`) over finished jobs, one trace per run."""
     colors = policy_colors(r.label for r in results)
     samples = {r.label: _finished(r.jobs, column) for r in results}
-    unit, scale = _time_unit(max((_median(v) for v in samples.values()), default=0.0))
+    unit, scale = time_unit(max((_median(v) for v in samples.values()), default=0.0))
     fig = _figure(xaxis_title=f"{name} ({unit})", yaxis_title="share of jobs")
     for label, values in samples.items():
         x, y = cdf_points(values)
@@ -159,7 +159,7 @@ def percentile_figure(results: Sequence[PolicyResult], *, metric: str, name: str
     colors = policy_colors(r.label for r in results)
     values = {r.label: [float(r.summary.get(metric, {}).get(k, 0.0)) for k in PERCENTILES]
               for r in results}
-    unit, scale = _time_unit(max((v[1] for v in values.values()), default=0.0))
+    unit, scale = time_unit(max((v[1] for v in values.values()), default=0.0))
     fig = _figure(xaxis_title="statistic", yaxis_title=f"{name} ({unit})", barmode="group")
     for label, row in values.items():
         fig.add_trace(go.Bar(
@@ -175,7 +175,7 @@ def series_figure(results: Sequence[PolicyResult], *, column: str, name: str) ->
     colors = policy_colors(r.label for r in results)
     frames = {r.label: r.timeseries for r in results if column in r.timeseries}
     end = max((float(f["time"].max()) for f in frames.values() if len(f)), default=0.0)
-    unit, scale = _time_unit(end)
+    unit, scale = time_unit(end)
     share = column.startswith("util_")
     fig = _figure(xaxis_title=f"time ({unit})", yaxis_title=name, hovermode="x unified")
     for label, frame in frames.items():
@@ -446,13 +446,6 @@ def _finished(jobs: pd.DataFrame, column: str) -> np.ndarray:
 
 def _median(values: np.ndarray) -> float:
     return float(np.median(values)) if values.size else 0.0
-
-
-def _time_unit(typical_seconds: float) -> tuple[str, float]:
-    for threshold, unit, scale in _TIME_UNITS:
-        if typical_seconds >= threshold:
-            return unit, scale
-    return "s", 1.0
 
 
 def _compact(values: np.ndarray | Sequence[float]) -> np.ndarray:

@@ -29,17 +29,43 @@ from planner.scenarios import selectors as scenario_selectors
 from planner.scenarios.models import Scenario, Sweep
 from planner.scenarios.services import SWEEP_METRICS
 from simulation.errors import InputError
+from simulation.metrics import time_unit
 
 LIVE_REFRESH_SECONDS = 5
+# (summary path, title, kind): a "time" column is shown in the unit its largest value reads
+# best in (named in its title), a "share" in %, a "ratio" to two decimals; every cell's
+# title holds the exact value, and the CSV and JSON downloads the raw seconds.
 SUMMARY_COLUMNS = (
-    ("jct.mean", "JCT mean (s)"), ("jct.median", "JCT median (s)"), ("jct.p95", "JCT p95 (s)"),
-    ("jct.p99", "JCT p99 (s)"), ("queuing.mean", "queuing mean (s)"),
-    ("queuing.p95", "queuing p95 (s)"), ("makespan", "makespan (s)"),
-    ("preemptions", "preemptions"), ("preemption_ratio", "preemptions per job"),
-    ("preempted_share", "share of jobs preempted"),
-    ("scaling_ops", "scaling ops"), ("gpu_utilization.training", "training utilisation"),
-    ("gpu_utilization.overall", "overall utilisation"), ("unfinished", "unfinished jobs"),
+    ("jct.mean", "JCT mean", "time"), ("jct.median", "JCT median", "time"),
+    ("jct.p95", "JCT p95", "time"), ("jct.p99", "JCT p99", "time"),
+    ("queuing.mean", "queuing mean", "time"), ("queuing.p95", "queuing p95", "time"),
+    ("makespan", "makespan", "time"), ("preemptions", "preemptions", "count"),
+    ("preemption_ratio", "preemptions per job", "ratio"),
+    ("preempted_share", "jobs preempted", "share"), ("scaling_ops", "scaling ops", "count"),
+    ("gpu_utilization.training", "training utilisation", "share"),
+    ("gpu_utilization.overall", "overall utilisation", "share"),
+    ("unfinished", "unfinished jobs", "count"),
 )
+
+
+def summary_cells(summaries: Sequence[dict]) -> tuple[list[str], list[list[dict]]]:
+    """Column titles and, per summary, its cells as {"text", "exact"} for people."""
+    titles, columns = [], []
+    for path, title, kind in SUMMARY_COLUMNS:
+        values = [_lookup(summary, path) for summary in summaries]
+        numbers = [float(v) for v in values if isinstance(v, int | float)]
+        unit, scale = time_unit(max(numbers, default=0.0))
+        titles.append(f"{title} ({unit})" if kind == "time" else title)
+        cells = []
+        for value in values:
+            if not isinstance(value, int | float):
+                cells.append({"text": "—", "exact": ""})
+                continue
+            text = {"time": f"{value / scale:,.1f}", "share": f"{value:.1%}",
+                    "ratio": f"{value:.2f}"}.get(kind, f"{value:,}")
+            cells.append({"text": text, "exact": f"{value} s" if kind == "time" else str(value)})
+        columns.append(cells)
+    return titles, [list(row) for row in zip(*columns, strict=True)] if columns else []
 
 
 @role_required(READ)
@@ -179,16 +205,17 @@ def scenario_compare(request: HttpRequest, scenario_id: int) -> HttpResponse:
     charts = figures.comparison_charts(results, baseline=baseline if len(results) > 1 else None)
     colors = figures.policy_colors([c.label for c in outcomes])
     speedup = figures.speedup_table(results, baseline=baseline) if len(results) > 1 else {}
-    rows = [{"label": c.label, "run": c.run, "color": colors[c.label],
-             "values": [_lookup(r.summary, path) for path, _ in SUMMARY_COLUMNS],
-             "speedup": speedup.get(c.label)} for c, r in zip(chosen, results, strict=True)]
+    titles, cells = summary_cells([r.summary for r in results])
+    rows = [{"label": c.label, "run": c.run, "color": colors[c.label], "cells": row_cells,
+             "speedup": speedup.get(c.label)}
+            for c, row_cells in zip(chosen, cells or [[] for _ in chosen], strict=True)]
     rows += [{"label": c.label, "run": c.run, "color": colors[c.label], "error": c.error}
              for c in failed]
     active = scenario_selectors.scenario_list().filter(pk=scenario.pk).first()
     return render(request, "dashboard/compare.html", {
         "scenario": scenario, "seeds": seeds, "seed": seed, "labels": labels,
         "chosen": [c.label for c in chosen], "baseline": baseline, "rows": rows,
-        "columns": [title for _, title in SUMMARY_COLUMNS], "colors": colors,
+        "columns": titles, "colors": colors,
         "speedup": bool(speedup), "error_span": len(SUMMARY_COLUMNS) + 2 * bool(speedup),
         "failed": failed,
         "settings": selectors.comparison_settings([r.summary for r in results]),

@@ -192,3 +192,23 @@ def test_sweep_page_plots_the_metric_against_the_parameter(viewer):
     assert bad.status_code == 200
     assert "Unknown metric 'happiness'" in " ".join(bad.context["notices"])
     assert viewer.get(reverse("dashboard:sweep-detail", args=[999999])).status_code == 404
+
+
+def test_summary_cells_read_in_one_unit_per_column_with_the_exact_value_behind():
+    from planner.dashboard.views import summary_cells
+
+    slow = {"jct": {"mean": 181483.76, "p95": 90.0}, "makespan": 8171961.0,
+            "preempted_share": 0.25, "preemption_ratio": 2.0 / 3, "preemptions": 1234}
+    fast = {"jct": {"mean": 3588.0, "p95": 30.0}, "makespan": 7200.0, "preempted_share": 0.0,
+            "preemption_ratio": 0.0, "preemptions": 0}
+    titles, (first, second) = summary_cells([slow, fast])
+    column = {title: i for i, title in enumerate(titles)}
+    # The column's largest value picks the unit: 181,484 s -> hours for both rows.
+    assert first[column["JCT mean (h)"]] == {"text": "50.4", "exact": "181483.76 s"}
+    assert second[column["JCT mean (h)"]]["text"] == "1.0"
+    assert second[column["JCT p95 (s)"]]["text"] == "30.0"
+    assert first[column["makespan (h)"]]["text"] == "2,270.0"
+    assert first[column["jobs preempted"]]["text"] == "25.0%"
+    assert first[column["preemptions per job"]]["text"] == "0.67"
+    assert first[column["preemptions"]]["text"] == "1,234"
+    assert first[column["JCT median (s)"]] == {"text": "—", "exact": ""}  # not in the summary
