@@ -96,9 +96,14 @@ def test_runs_created_during_a_broker_outage_end_when_it_returns(private_redis, 
             rerun = planner.post(f"/api/v1/runs/{cancelled}/rerun")
             time.sleep(2)
             private_redis.start()
+            # The sweep is aggregated by a task after its last run: wait for that too before
+            # the workers go, or the sweep may stay "running" (a race seen once in CI).
+            sweep_id = sweep.json().get("id")
             runs = wait_for(
                 lambda: (rows := list(Run.objects.all())) and all(r.is_terminal for r in rows)
-                and rows, timeout=60, what=f"every run to end:\n{_tails(logs)}")
+                and Sweep.objects.filter(pk=sweep_id, status=SweepStatus.DONE).exists()
+                and rows, timeout=60,
+                what=f"every run to end and the sweep to be aggregated:\n{_tails(logs)}")
     finally:
         alive = [process.poll() is None for process in processes]
         for process in processes:
