@@ -633,11 +633,12 @@ class Simulation:
     def _reschedule_completion(self, job: JobState) -> None:
         job.last_update = self.clock.now
         self.state.progress_log.append(job.job_id)
-        placed = [(self.state.servers[slot.server], slot.gpus) for slot in job.placement]
+        servers = self.state.servers
         efficiency = self.config.heterogeneous_efficiency
         speed = placement_speed(
-            [(server.speed, gpus) for server, gpus in placed], efficiency,
-            spans_types=efficiency is not None and len({s.gpu_type for s, _ in placed}) > 1,
+            [(servers[slot.server].speed, slot.gpus) for slot in job.placement], efficiency,
+            spans_types=efficiency is not None
+            and len({servers[slot.server].gpu_type for slot in job.placement}) > 1,
         )
         job.rate = (
             self.throughput.rate(job.spec.model, job.spec.num_gpus, job.gpus, speed) * job.share

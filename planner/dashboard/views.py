@@ -53,8 +53,10 @@ def summary_cells(summaries: Sequence[dict]) -> tuple[list[str], list[list[dict]
     titles, columns = [], []
     for path, title, kind in SUMMARY_COLUMNS:
         values = [_lookup(summary, path) for summary in summaries]
-        numbers = [float(v) for v in values if isinstance(v, int | float)]
-        unit, scale = time_unit(max(numbers, default=0.0))
+        unit, scale = "", 1.0
+        if kind == "time":
+            unit, scale = time_unit(max((float(v) for v in values
+                                         if isinstance(v, int | float)), default=0.0))
         titles.append(f"{title} ({unit})" if kind == "time" else title)
         cells = []
         for value in values:
