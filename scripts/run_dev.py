@@ -1,12 +1,14 @@
 """Run the development web server, a Celery worker and the periodic maintenance together.
 
-Three children, each in its own process group:
+Three children, and a fourth for the live demo, each in its own process group:
 
 - `celery worker` for what-if runs (one process);
 - `celery worker -B -Q maintenance`: Celery beat embedded in a small worker of its own queue,
   so the periodic maintenance (fail lost runs, send runs the broker never got) runs on time
   even while the run worker is busy;
-- `manage.py runserver`, with DEBUG=1 unless DEBUG is set (DEBUG is off by default elsewhere).
+- `manage.py runserver`, with DEBUG=1 unless DEBUG is set (DEBUG is off by default elsewhere);
+- `manage.py live_demo`: a REST client that replays a Philly day on the live demo cluster
+  through the live API, so the operator page moves (`PLANNER_LIVE_DEMO=0` leaves it out).
 
 A worker that exits (killed, or gave up on a broker) is started again after a short pause;
 when the web server exits, or on SIGINT or SIGTERM, every group gets SIGINT, as a terminal's
@@ -33,7 +35,11 @@ def commands(*, host: str, port: int) -> dict[str, list[str]]:
     python = sys.executable
     celery = [python, "-m", "celery", "-A", "planner"]
     queue = os.environ.get("PLANNER_MAINTENANCE_QUEUE", "maintenance")
-    return {
+    local = "127.0.0.1" if host in ("0.0.0.0", "") else host
+    live_demo = ({} if os.environ.get("PLANNER_LIVE_DEMO", "1") == "0" else
+                 {"live demo": [python, "manage.py", "live_demo", "--url",
+                                f"http://{local}:{port}"]})
+    return live_demo | {
         "worker": celery + ["worker", "-l", "info", "--concurrency", "1", "-n", "runs@%h"],
         "maintenance": celery + ["worker", "-B", "-l", "info", "--pool", "solo", "-Q", queue,
                                  "-n", "maintenance@%h"],
@@ -89,7 +95,9 @@ def main() -> int:
     print(
         f"planner: serving http://{args.host}:{args.port}/ with a Celery worker "
         f"(worker pid {running['worker'].pid}, web pid {running['web'].pid}, maintenance pid "
-        f"{running['maintenance'].pid}; Ctrl-C stops all)",
+        f"{running['maintenance'].pid}"
+        + (f", live demo pid {running['live demo'].pid}" if "live demo" in running else "")
+        + "; Ctrl-C stops all)",
         flush=True,
     )
     exit_code = 0
@@ -101,7 +109,7 @@ def main() -> int:
                       "the rest", file=sys.stderr, flush=True)
                 exit_code = 1
                 break
-            for name in ("worker", "maintenance"):
+            for name in [name for name in running if name != "web"]:
                 child = running[name]
                 if child.poll() is not None:
                     print(f"planner: the {name} (pid {child.pid}) exited with code "

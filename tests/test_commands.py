@@ -17,8 +17,14 @@ def test_load_demo_is_idempotent(caplog):
     from planner.scenarios.models import Run, Scenario
 
     assert caplog.messages.count("demo data already loaded") == 1
-    assert Scenario.objects.filter(slug="demo").count() == 1
-    assert Run.objects.filter(scenario__slug="demo").count() >= 3
+    from planner.clusters.models import Cluster
+    from planner.scenarios.models import Sweep
+
+    scenario = Scenario.objects.get(slug="demo-contended")
+    # 8 policies x 3 seeds, and a sweep of 3 load scales over the same policies and seeds.
+    assert Run.objects.filter(scenario=scenario, sweep=None).count() == 8 * 3
+    assert Sweep.objects.get(scenario=scenario).runs.count() == 3 * 8 * 3
+    assert Cluster.objects.filter(name__in=["demo-what-if", "demo-live"]).count() == 2
 
 
 @pytest.mark.django_db

@@ -336,10 +336,14 @@ def demo_user_ensure() -> bool:
 
 
 def demo_load() -> None:
-    """Load the demo clusters, workloads and runs, and the local demo sign-in; idempotent."""
+    """Load the demo's what-if study, its live cluster and the local demo sign-in; idempotent.
+
+    The live cluster is driven by `manage.py live_demo`, which `make run` starts."""
+    from planner.live.services import live_demo_cluster_ensure
     from planner.scenarios.services import demo_load as scenario_demo_load
 
     demo_user_ensure()
+    live_demo_cluster_ensure()
     scenario = scenario_demo_load()
     if scenario is None:
         logger.info("demo data already loaded")

@@ -322,3 +322,31 @@ def idempotent_call(*, user: AbstractBaseUser, key: str | None, fingerprint: str
     if record.request_hash != fingerprint:
         raise IdempotencyConflict(key)
     return record.status_code, record.response, True
+
+
+# --- the demo's live cluster -----------------------------------------------------------------
+
+LIVE_DEMO_CLUSTER = "demo-live"
+LIVE_DEMO_SPEC = f"""\
+name: {LIVE_DEMO_CLUSTER}
+gpu_types: {{V100: {{speed: 1.0, memory_gb: 32}}, T4x4: {{speed: 1.0, memory_gb: 64}}}}
+pools:
+  - {{name: training,  kind: training,  gpu_type: V100, servers: 6, gpus_per_server: 8}}
+  - {{name: inference, kind: inference, gpu_type: T4x4, servers: 12, gpus_per_server: 2,
+     lending_limit: 10}}
+"""
+
+
+def live_demo_cluster_ensure() -> Cluster:
+    """The live cluster the demo replay drives (`manage.py live_demo`), created once.
+
+    6 x 8 V100 training servers and 12 inference servers whose 8 T4s count as 2
+    V100-equivalents each (Aryl §5.2's normalised capacity), up to 10 of them lent: the
+    replayed Philly day needs about 71 GPUs on average, so queues form and loans matter.
+    """
+    from planner.clusters.services import cluster_create_from_spec
+
+    return Cluster.objects.filter(name=LIVE_DEMO_CLUSTER).first() or cluster_create_from_spec(
+        spec_text=LIVE_DEMO_SPEC, source="live demo",
+        description="Live demo: a Philly day replayed through the live API (manage.py "
+                    "live_demo)")

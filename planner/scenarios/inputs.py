@@ -30,7 +30,7 @@ from planner.scenarios.models import (
     WorkloadKind,
 )
 from simulation.errors import InputError
-from simulation.limits import MAX_SERVERS, MAX_SERVERS_PER_POOL
+from simulation.limits import MAX_SEED, MAX_SERVERS, MAX_SERVERS_PER_POOL
 from simulation.model import ClusterSpec, InferenceLoad, JobSpec, PoolKind
 from simulation.model import Workload as SimWorkload
 from simulation.policies.base import create_policy
@@ -105,9 +105,17 @@ def generated_workload(*, spec: Any, seed: int) -> SimWorkload:
     return generate_workload(generator_spec_from_dict(spec), seed=seed)
 
 
-def workload_to_simulation(*, workload: Workload) -> SimWorkload:
+def workload_to_simulation(*, workload: Workload, run_seed: int = 0) -> SimWorkload:
+    """The workload's jobs for a run of seed `run_seed`.
+
+    A generated workload is a distribution, so each run seed draws its own sample (generator
+    seed + run seed): a scenario's seeds then vary the jobs as well as the policies' random
+    choices, and the mean over seeds has a meaningful interval. Run seed 0 is the workload's
+    own sample, the one its summary describes. An uploaded trace is the same for every seed.
+    """
     if workload.kind == WorkloadKind.GENERATOR:
-        return generated_workload(spec=workload.generator_spec, seed=workload.generator_seed)
+        seed = (workload.generator_seed + run_seed) % (MAX_SEED + 1)
+        return generated_workload(spec=workload.generator_spec, seed=seed)
     with workload.file.open("rb") as handle:
         text = handle.read().decode("utf-8-sig")
     return parse_trace_text(text, workload.name, format=workload.format or None)
@@ -185,7 +193,7 @@ def _elastic(job: JobSpec, elastic: bool) -> JobSpec:
 def run_inputs(*, run: Run) -> RunInputs:
     scenario = run.scenario
     cluster = cluster_to_spec(cluster=scenario.cluster)
-    workload = workload_to_simulation(workload=scenario.workload)
+    workload = workload_to_simulation(workload=scenario.workload, run_seed=run.seed)
     cluster, workload = variant_apply(variant=run.variant, cluster=cluster, workload=workload,
                                       seed=run.seed)
     load = inference_load_to_simulation(profile=scenario.inference_load, cluster=cluster)
@@ -229,5 +237,6 @@ def run_content_hash(*, cluster: ClusterSpec, workload: Workload,
         "settings": settings,
         "variant": variant,
         "seed": seed,
+        "workload_seeding": "generator seed + run seed",
         "engine": engine_fingerprint(),
     })
