@@ -44,3 +44,20 @@ def test_generator_spec_refuses_an_unknown_knob():
         generator_spec_from_dict({"num_jobs": 5, "warp": 1})
 
     assert error.value.field == "warp"
+
+
+def test_a_generated_workload_draws_one_sample_per_run_seed():
+    """Generator seed + run seed: run seed 0 is the workload's own sample, seed 2 with
+    generator seed 5 is the generator's seed-7 sample; an uploaded trace would not vary."""
+    from planner.scenarios.inputs import workload_to_simulation
+    from planner.scenarios.models import Workload, WorkloadKind
+
+    spec = {"num_jobs": 30, "duration_days": 1}
+    workload = Workload(name="w", kind=WorkloadKind.GENERATOR, generator_spec=spec,
+                        generator_seed=5)
+    sample = {seed: generate_workload(GeneratorSpec(num_jobs=30, duration_days=1), seed=seed)
+              for seed in (5, 7)}
+
+    assert workload_to_simulation(workload=workload).jobs == sample[5].jobs
+    assert workload_to_simulation(workload=workload, run_seed=2).jobs == sample[7].jobs
+    assert sample[5].jobs != sample[7].jobs
