@@ -14,6 +14,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -394,3 +395,18 @@ def speedups(
         "slowdown_minutes_total": round(sum(slow_minutes), 6),
         "slowdown_minutes_max": round(max(slow_minutes), 6),
     }
+
+
+def mean_ci95(values: Sequence[float]) -> dict[str, float | None]:
+    """Mean over seeds and the half-width of its 95 % Student-t confidence interval,
+    t(0.975, n - 1) * s / sqrt(n) with s the sample standard deviation (None for n < 2)."""
+    from scipy import stats
+
+    if not values:
+        return {"mean": None, "ci95": None, "n": 0}
+    mean = statistics.fmean(values)
+    if len(values) < 2:
+        return {"mean": mean, "ci95": None, "n": 1}
+    half = stats.t.ppf(0.975, len(values) - 1) * statistics.stdev(values) / math.sqrt(
+        len(values))
+    return {"mean": mean, "ci95": float(half), "n": len(values)}

@@ -1,17 +1,17 @@
 """Plotly figures of the comparison pages: pure functions from run results to `go.Figure`.
 
-Every chart gets a policy's colour from `policy_colors`, so a policy looks the same on every
-chart and every page, and every series is downsampled here (a CDF needs a few hundred points,
-not 50,000 jobs) so a page stays small however long the run was. Nothing here touches Django:
-the views pass the figures to the page as JSON through `json_script`.
+Every chart of a view gets a policy's colour from one `policy_colors` mapping, built from the
+scenario's policy order, so a policy looks the same on every chart and table of a scenario
+and no two policies of a view share a colour. Every series is downsampled here (a CDF needs a
+few hundred points, not 50,000 jobs) so a page stays small however long the run was. Nothing
+here touches Django: the views pass the figures to the page as JSON through `json_script`.
 """
 
 from __future__ import annotations
 
 import math
-import zlib
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -19,21 +19,18 @@ import pandas as pd
 import plotly.graph_objects as go
 from scipy import stats
 
-from simulation.metrics import time_unit
-from simulation.policies import registry
+from simulation.metrics import mean_ci95, time_unit
 
 CDF_POINTS = 300
 SERIES_POINTS = 400
 PERCENTILES = ("mean", "median", "p95", "p99")
 
-# Dark, mutually distinct colours readable on white: Plotly's Dark24, then the darker half of
-# Light24. A registry policy owns the slot of its place in the sorted registry.
+# Colour-blind-safe, distinct on white: Okabe & Ito's palette without its yellow (too pale on
+# white), then Paul Tol's "muted" colours that differ from those. Colours go to a view's
+# policies in order, so the first 12 policies of a view never share one.
 PALETTE = (
-    "#2E91E5", "#E15F99", "#1CA71C", "#FB0D0D", "#DA16FF", "#222A2A", "#B68100", "#750D86",
-    "#EB663B", "#511CFB", "#00A08B", "#FB00D1", "#FC0080", "#B2828D", "#6C7C32", "#778AAE",
-    "#862A16", "#A777F1", "#620042", "#1616A7", "#DA60CA", "#6C4516", "#0D2A63", "#AF0038",
-    "#FD3216", "#6A76FC", "#FE00CE", "#FF9616", "#479B55", "#DC587D", "#6E899C", "#00B5F7",
-    "#86CE00", "#BC7196", "#7E7DCD", "#E48F72",
+    "#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#000000",
+    "#882255", "#999933", "#332288", "#44AA99", "#AA4499",
 )
 
 # Server states on the operator pages: idle grey, busy blue, on loan green, reclaiming amber.
@@ -50,6 +47,8 @@ class PolicyResult:
     summary: Mapping[str, Any]
     jobs: pd.DataFrame
     timeseries: pd.DataFrame
+    ci95: Mapping[str, float] = field(default_factory=dict)  # summary path -> half-width
+    seeds: int = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,18 +82,12 @@ def policy_result(
 
 
 def policy_colors(labels: Iterable[str]) -> dict[str, str]:
-    """A fixed colour per policy: its slot in the sorted registry, else a hash of the label.
-
-    Depends on the label only (never on which runs share a page), so a policy keeps its colour
-    across every chart and page.
-    """
-    slots = {name: index for index, name in enumerate(registry())}
-    colors = {}
+    """A colour per label, by its place in `labels` (give every view of a scenario the same
+    order, e.g. the scenario's policy list, and a policy keeps its colour across them)."""
+    colors: dict[str, str] = {}
     for label in labels:
-        slot = slots.get(label)
-        if slot is None:
-            slot = len(slots) + zlib.crc32(label.encode())
-        colors[label] = PALETTE[slot % len(PALETTE)]
+        if label not in colors:
+            colors[label] = PALETTE[len(colors) % len(PALETTE)]
     return colors
 
 
@@ -137,9 +130,10 @@ def downsample_series(frame: pd.DataFrame, *, points: int = SERIES_POINTS) -> pd
 # --- Figures ----------------------------------------------------------------------------------
 
 
-def cdf_figure(results: Sequence[PolicyResult], *, column: str, name: str) -> go.Figure:
+def cdf_figure(results: Sequence[PolicyResult], *, column: str, name: str,
+        colors: Mapping[str, str] | None = None) -> go.Figure:
     """CDF of a per-job duration (`jct` or `queuing`) over finished jobs, one trace per run."""
-    colors = policy_colors(r.label for r in results)
+    colors = colors or policy_colors(r.label for r in results)
     samples = {r.label: _finished(r.jobs, column) for r in results}
     unit, scale = time_unit(max((_median(v) for v in samples.values()), default=0.0))
     fig = _figure(xaxis_title=f"{name} ({unit})", yaxis_title="share of jobs")
@@ -154,25 +148,29 @@ def cdf_figure(results: Sequence[PolicyResult], *, column: str, name: str) -> go
     return fig
 
 
-def percentile_figure(results: Sequence[PolicyResult], *, metric: str, name: str) -> go.Figure:
+def percentile_figure(results: Sequence[PolicyResult], *, metric: str, name: str,
+        colors: Mapping[str, str] | None = None) -> go.Figure:
     """Mean, median, p95 and p99 of `summary[metric]` as grouped bars, one trace per run."""
-    colors = policy_colors(r.label for r in results)
+    colors = colors or policy_colors(r.label for r in results)
     values = {r.label: [float(r.summary.get(metric, {}).get(k, 0.0)) for k in PERCENTILES]
               for r in results}
     unit, scale = time_unit(max((v[1] for v in values.values()), default=0.0))
     fig = _figure(xaxis_title="statistic", yaxis_title=f"{name} ({unit})", barmode="group")
-    for label, row in values.items():
+    for r in results:
+        row = values[r.label]
         fig.add_trace(go.Bar(
-            x=list(PERCENTILES), y=[round(v / scale, 4) for v in row], name=label,
-            marker_color=colors[label],
-            hovertemplate=f"%{{x}}: %{{y:.3g}} {unit}<extra>{label}</extra>",
+            x=list(PERCENTILES), y=[round(v / scale, 4) for v in row], name=r.label,
+            marker_color=colors[r.label],
+            error_y=_error_bars(r, [f"{metric}.{k}" for k in PERCENTILES], scale=scale),
+            hovertemplate=f"%{{x}}: %{{y:.3g}} {unit}<extra>{r.label}</extra>",
         ))
     return fig
 
 
-def series_figure(results: Sequence[PolicyResult], *, column: str, name: str) -> go.Figure:
+def series_figure(results: Sequence[PolicyResult], *, column: str, name: str,
+        colors: Mapping[str, str] | None = None) -> go.Figure:
     """A time-series column (`util_<pool>`, `util_overall`, `on_loan_servers`) over time."""
-    colors = policy_colors(r.label for r in results)
+    colors = colors or policy_colors(r.label for r in results)
     frames = {r.label: r.timeseries for r in results if column in r.timeseries}
     end = max((float(f["time"].max()) for f in frames.values() if len(f)), default=0.0)
     unit, scale = time_unit(end)
@@ -187,20 +185,25 @@ def series_figure(results: Sequence[PolicyResult], *, column: str, name: str) ->
         ))
     if share:
         fig.update_yaxes(tickformat=".0%", rangemode="tozero")
+    else:  # a count of servers: whole-number ticks only
+        top = max((float(f[column].max()) for f in frames.values() if len(f)), default=0.0)
+        fig.update_yaxes(rangemode="tozero", tick0=0, dtick=max(1, math.ceil(top / 6)))
     return fig
 
 
 def counts_figure(
-    results: Sequence[PolicyResult], *, counters: Mapping[str, str], yaxis_title: str
+    results: Sequence[PolicyResult], *, counters: Mapping[str, str], yaxis_title: str,
+    colors: Mapping[str, str] | None = None,
 ) -> go.Figure:
     """Grouped bars of summary counters (dotted paths like ``loaning.collateral_gpus``)."""
-    colors = policy_colors(r.label for r in results)
+    colors = colors or policy_colors(r.label for r in results)
     fig = _figure(xaxis_title="", yaxis_title=yaxis_title, barmode="group")
     for r in results:
         fig.add_trace(go.Bar(
             x=list(counters.values()), y=[_lookup(r.summary, path) for path in counters],
             name=r.label, marker_color=colors[r.label],
-            hovertemplate=f"%{{x}}: %{{y:,}}<extra>{r.label}</extra>",
+            error_y=_error_bars(r, list(counters), scale=1.0),
+            hovertemplate=f"%{{x}}: %{{y:,.4~g}}<extra>{r.label}</extra>",
         ))
     return fig
 
@@ -224,23 +227,28 @@ def _jct_pairs(baseline: PolicyResult, result: PolicyResult) -> pd.DataFrame:
     return mine.merge(base, on="job_id", suffixes=("", "_base"))
 
 
-def speedup_figure(results: Sequence[PolicyResult], *, baseline: str) -> go.Figure:
+def speedup_figure(results: Sequence[PolicyResult], *, baseline: str,
+                   colors: Mapping[str, str] | None = None) -> go.Figure:
     """CDF of per-job speedups against `baseline` on a log axis; left of 1 is a slowdown.
 
     The baseline's own trace is the vertical step at 1, so the chart keeps one trace per run.
     """
-    colors = policy_colors(r.label for r in results)
+    colors = colors or policy_colors(r.label for r in results)
     reference = _by_label(results, baseline)
     fig = _figure(xaxis_title=f"speedup over {baseline} (baseline JCT / JCT)",
                   yaxis_title="share of jobs")
+    low, high = 1.0, 1.0
     for r in results:
         x, y = cdf_points(speedup_ratios(reference, r))
+        if x.size:
+            low, high = min(low, float(x[0])), max(high, float(x[-1]))
         fig.add_trace(go.Scatter(
             x=_compact(x), y=_compact(y), name=r.label, mode="lines",
             line={"color": colors[r.label], "shape": "hv"},
             hovertemplate=f"×%{{x:.3g}}: %{{y:.1%}}<extra>{r.label}</extra>",
         ))
-    fig.update_xaxes(type="log")
+    ticks = log_ticks(low, high)
+    fig.update_xaxes(type="log", tickvals=ticks, ticktext=[f"{t:g}×" for t in ticks])
     fig.update_yaxes(range=[0, 1.02], tickformat=".0%")
     fig.add_vline(x=1, line={"color": "#9aa5b1", "dash": "dot", "width": 1})
     return fig
@@ -320,26 +328,32 @@ def sweep_figure(
     return fig
 
 
-def comparison_charts(results: Sequence[PolicyResult], *, baseline: str | None) -> list[Chart]:
-    """Every chart of a scenario's comparison page, in page order."""
+def comparison_charts(results: Sequence[PolicyResult], *, baseline: str | None,
+                      colors: Mapping[str, str] | None = None) -> list[Chart]:
+    """Every chart of a scenario's comparison page, in page order.
+
+    Results pooled over seeds (`pooled_result`) get 95 % interval bars on their statistics
+    and have no time series."""
+    colors = colors or policy_colors(r.label for r in results)
     charts = [
         Chart("jct-cdf", "Job completion time, CDF",
               "Share of finished jobs completed within a time.",
-              cdf_figure(results, column="jct", name="JCT")),
+              cdf_figure(results, column="jct", name="JCT", colors=colors)),
         Chart("queuing-cdf", "Queuing delay, CDF",
               "Share of finished jobs that waited at most a time before running.",
-              cdf_figure(results, column="queuing", name="queuing delay")),
+              cdf_figure(results, column="queuing", name="queuing delay", colors=colors)),
         Chart("jct-percentiles", "JCT percentiles",
               "Mean, median, p95 and p99 job completion time.",
-              percentile_figure(results, metric="jct", name="JCT")),
+              percentile_figure(results, metric="jct", name="JCT", colors=colors)),
         Chart("queuing-percentiles", "Queuing percentiles",
               "Mean, median, p95 and p99 queuing delay.",
-              percentile_figure(results, metric="queuing", name="queuing delay")),
+              percentile_figure(results, metric="queuing", name="queuing delay",
+                                colors=colors)),
     ]
     for column in _series_columns(results):
         title, description = _series_text(column)
         charts.append(Chart(f"series-{column.replace('_', '-')}", title, description,
-                            series_figure(results, column=column, name=title)))
+                            series_figure(results, column=column, name=title, colors=colors)))
     charts += [
         Chart("preemptions", "Preemptions and collateral damage",
               "Jobs preempted by the scheduler and by reclaims, and GPUs lost as collateral.",
@@ -348,7 +362,7 @@ def comparison_charts(results: Sequence[PolicyResult], *, baseline: str | None) 
                   "loaning.reclaim_preemptions": "reclaim preemptions",
                   "loaning.collateral_gpus": "collateral GPUs",
                   "loaning.servers_freed_by_scale_in": "servers freed by scale-in",
-              }, yaxis_title="count")),
+              }, yaxis_title="count", colors=colors)),
         Chart("scaling", "Scaling operations and loans",
               "Elastic scale-outs and scale-ins, migrations, servers lent and reclaimed.",
               counts_figure(results, counters={
@@ -356,13 +370,13 @@ def comparison_charts(results: Sequence[PolicyResult], *, baseline: str | None) 
                   "migrations": "migrations",
                   "loaning.servers_lent": "servers lent",
                   "loaning.servers_reclaimed": "servers reclaimed",
-              }, yaxis_title="count")),
+              }, yaxis_title="count", colors=colors)),
     ]
     if baseline is not None:
         charts.append(Chart(
             "speedups", f"Speedup and slowdown against {baseline}",
             f"Per-job {baseline} JCT / JCT; left of the dotted line a job was slowed down.",
-            speedup_figure(results, baseline=baseline)))
+            speedup_figure(results, baseline=baseline, colors=colors)))
     return charts
 
 
@@ -421,6 +435,74 @@ def reproduction_ratio_figure(rows: Sequence[Mapping[str, Any]], *, tolerance: f
 
 
 # --- Helpers ----------------------------------------------------------------------------------
+
+
+def log_ticks(low: float, high: float) -> list[float]:
+    """1-2-5 ticks (decades only over more than three decades) from below `low` to above
+    `high`: a log axis labelled in plain numbers, not Plotly's default "2 3 ... 9 1" between
+    decades or SI prefixes such as "100μ"."""
+    low, high = max(low, 1e-6), max(high, low)
+    first, last = math.floor(math.log10(low / 2.5)), math.ceil(math.log10(high * 2.5))
+    mantissas = (1, 2, 5) if last - first <= 3 else (1,)  # wide ranges: decades only
+    ticks = []
+    for exponent in range(first, last + 1):
+        for mantissa in mantissas:
+            tick = mantissa * 10.0 ** exponent
+            if low / 2.5 <= tick <= high * 2.5:
+                ticks.append(float(f"{tick:.6g}"))
+    return ticks
+
+
+def _error_bars(result: PolicyResult, paths: Sequence[str], *, scale: float) -> dict[str, Any]:
+    """95 % interval half-widths of a pooled result's summary values, else no bars."""
+    if not result.ci95:
+        return {"visible": False}
+    return {"type": "data", "array": [result.ci95.get(path, 0.0) / scale for path in paths],
+            "thickness": 1.2, "width": 3, "color": "#333"}
+
+
+def pooled_result(*, label: str, per_seed: Mapping[int, PolicyResult]) -> PolicyResult:
+    """One policy over several seeds: every summary number's mean and the half-width of its
+    95 % Student-t interval (`ci95`), and the jobs of all seeds (ids prefixed by the seed, so
+    speedups pair a job with the same seed's baseline) for the CDFs. Time series differ in
+    length between seeds and are left out; a single seed shows them."""
+    summaries = [r.summary for r in per_seed.values()]
+    means: dict[str, Any] = {}
+    ci95: dict[str, float] = {}
+    for path in _numeric_paths(summaries[0]):
+        values = [v for v in (_path_value(s, path) for s in summaries) if v is not None]
+        stat = mean_ci95(values)
+        _path_set(means, path, stat["mean"])
+        if stat["ci95"] is not None:
+            ci95[path] = stat["ci95"]
+    jobs = pd.concat([r.jobs.assign(job_id=f"{seed}:" + r.jobs["job_id"].astype(str))
+                      for seed, r in per_seed.items()], ignore_index=True)
+    return PolicyResult(label=label, summary=means, jobs=jobs, timeseries=pd.DataFrame(),
+                        ci95=ci95, seeds=len(per_seed))
+
+
+def _numeric_paths(summary: Mapping[str, Any], prefix: str = "") -> list[str]:
+    paths = []
+    for key, value in summary.items():
+        if isinstance(value, Mapping):
+            paths += _numeric_paths(value, f"{prefix}{key}.")
+        elif isinstance(value, int | float) and not isinstance(value, bool):
+            paths.append(prefix + key)
+    return paths
+
+
+def _path_value(summary: Mapping[str, Any], path: str) -> float | None:
+    value: Any = summary
+    for key in path.split("."):
+        value = value.get(key) if isinstance(value, Mapping) else None
+    return float(value) if isinstance(value, int | float) and math.isfinite(value) else None
+
+
+def _path_set(target: dict[str, Any], path: str, value: Any) -> None:
+    *parents, last = path.split(".")
+    for key in parents:
+        target = target.setdefault(key, {})
+    target[last] = value
 
 
 def _figure(**layout: Any) -> go.Figure:

@@ -29,7 +29,6 @@ from django.core.files.base import ContentFile, File
 from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
-from scipy import stats
 
 from planner.clusters.models import Cluster
 from planner.clusters.services import cluster_create_from_spec, cluster_to_spec
@@ -60,6 +59,7 @@ from planner.scenarios.models import (
 from simulation.engine import EngineConfig
 from simulation.errors import InputError
 from simulation.limits import MAX_SEED, check_text, printable
+from simulation.metrics import mean_ci95
 from simulation.model import PoolKind
 from simulation.model import Workload as SimWorkload
 from simulation.policies import registry
@@ -677,18 +677,6 @@ def _metric(summary: dict[str, Any], path: tuple[str, ...]) -> float | None:
             return None
         value = value[key]
     return float(value) if isinstance(value, int | float) else None
-
-
-def mean_ci95(values: list[float]) -> dict[str, float | None]:
-    """Mean and the half-width of its 95% Student-t confidence interval (None for n < 2)."""
-    if not values:
-        return {"mean": None, "ci95": None, "n": 0}
-    mean = statistics.fmean(values)
-    if len(values) < 2:
-        return {"mean": mean, "ci95": None, "n": 1}
-    half = stats.t.ppf(0.975, len(values) - 1) * statistics.stdev(values) / math.sqrt(
-        len(values))
-    return {"mean": mean, "ci95": float(half), "n": len(values)}
 
 
 def sweep_aggregate(*, sweep_id: int) -> Sweep:

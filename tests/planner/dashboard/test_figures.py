@@ -72,13 +72,15 @@ def test_a_policy_has_the_same_colour_on_every_chart(results):
     assert len({next(iter(found)) for found in colours.values()}) == len(POLICIES)
 
 
-def test_colours_follow_the_registry_whatever_else_is_on_the_page():
-    names = list(registry())
-    alone = figures.policy_colors([names[-1]])
-    together = figures.policy_colors(names)
-    assert alone[names[-1]] == together[names[-1]]
-    assert len(set(together.values())) == len(names)
-    assert figures.policy_colors(["my-variant"]) == figures.policy_colors(["my-variant"])
+def test_colours_are_distinct_in_a_view_and_follow_the_order_given():
+    """Colours go by place in the scenario's policy list: the 12 policies of a view never
+    share one, and a policy keeps its colour in every view built from the same order."""
+    names = list(registry())[:12]
+    colors = figures.policy_colors(names)
+    assert len(set(colors.values())) == 12
+    assert colors[names[0]] == "#0072B2" and colors[names[1]] == "#E69F00"  # Okabe-Ito
+    assert figures.policy_colors(names + ["extra"])[names[5]] == colors[names[5]]
+    assert figures.policy_colors(["b", "a", "b"]) == {"b": "#0072B2", "a": "#E69F00"}
 
 
 def test_cdf_of_a_large_sample_is_downsampled_onto_the_exact_curve():

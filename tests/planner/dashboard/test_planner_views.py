@@ -204,11 +204,11 @@ def test_summary_cells_read_in_one_unit_per_column_with_the_exact_value_behind()
     titles, (first, second) = summary_cells([slow, fast])
     column = {title: i for i, title in enumerate(titles)}
     # The column's largest value picks the unit: 181,484 s -> hours for both rows.
-    assert first[column["JCT mean (h)"]] == {"text": "50.4", "exact": "181483.76 s"}
+    assert first[column["JCT mean (h)"]] == {"text": "50.4", "ci": "", "exact": "181483.76 s"}
     assert second[column["JCT mean (h)"]]["text"] == "1.0"
     assert second[column["JCT p95 (s)"]]["text"] == "30.0"
     assert first[column["makespan (h)"]]["text"] == "2,270.0"
     assert first[column["jobs preempted"]]["text"] == "25.0%"
     assert first[column["preemptions per job"]]["text"] == "0.67"
     assert first[column["preemptions"]]["text"] == "1,234"
-    assert first[column["JCT median (s)"]] == {"text": "—", "exact": ""}  # not in the summary
+    assert first[column["JCT median (s)"]] == {"text": "—", "ci": "", "exact": ""}  # not there
