@@ -347,6 +347,7 @@ def sweep_detail(request: HttpRequest, sweep_id: int) -> HttpResponse:
     progress = scenario_selectors.sweep_progress(sweep=sweep)
     return render(request, "dashboard/sweep.html", {
         "sweep": sweep, "metric": metric, "metric_title": title, "unit": unit,
+        "exact_in_seconds": readable.SWEEP_METRIC_TITLES[metric][1] == "time",
         "metrics": [(key, readable.SWEEP_METRIC_TITLES[key][0]) for key in SWEEP_METRICS],
         "parameter": parameter, "axes": axes, "grid": readable.grid_text(sweep.grid),
         "charts": chart_payloads([chart]) if points else [],
