@@ -2,7 +2,9 @@
 
 Three children, and a fourth for the live demo, each in its own process group:
 
-- `celery worker` for what-if runs (one process);
+- `celery worker` for what-if runs: two processes (one on a one-core machine), so a second
+  run, or a sweep's runs, need not wait for the first; SQLite is safe with that (each write
+  takes the lock at its transaction's start and waits up to 20 s, see settings);
 - `celery worker -B -Q maintenance`: Celery beat embedded in a small worker of its own queue,
   so the periodic maintenance (fail lost runs, send runs the broker never got) runs on time
   even while the run worker is busy;
@@ -29,6 +31,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 GRACE_SECONDS = 15.0
 RESTART_PAUSE_SECONDS = 2.0
+# A run is CPU-bound: more processes than cores only slow each other down.
+WORKER_CONCURRENCY = min(2, os.cpu_count() or 1)
 
 
 def commands(*, host: str, port: int) -> dict[str, list[str]]:
@@ -40,7 +44,8 @@ def commands(*, host: str, port: int) -> dict[str, list[str]]:
                  {"live demo": [python, "manage.py", "live_demo", "--url",
                                 f"http://{local}:{port}"]})
     return live_demo | {
-        "worker": celery + ["worker", "-l", "info", "--concurrency", "1", "-n", "runs@%h"],
+        "worker": celery + ["worker", "-l", "info", "--concurrency", str(WORKER_CONCURRENCY),
+                            "-n", "runs@%h"],
         "maintenance": celery + ["worker", "-B", "-l", "info", "--pool", "solo", "-Q", queue,
                                  "-n", "maintenance@%h"],
         "web": [python, "manage.py", "runserver", f"{host}:{port}"],

@@ -15,7 +15,8 @@ class PoolInline(admin.TabularInline):
 
 @admin.register(Cluster)
 class ClusterAdmin(admin.ModelAdmin):
-    list_display = ["name", "created_at", "updated_at"]
+    list_display = ["name", "kind", "created_at", "updated_at"]
+    list_filter = ["kind"]
     search_fields = ["name"]
     inlines = [PoolInline]
 

@@ -3,6 +3,11 @@
 A cluster is pools of identical servers (DESIGN.md's cluster spec). The Server rows are the
 pool's inventory: a what-if run takes their count as the pool size, and the live decision API
 changes their status (idle, busy, on loan ...) as the real cluster does.
+
+A cluster is `live` (a real cluster the operators watch, made in the admin or through the
+services) or `what-if` (made from a spec for a scenario: the builder, the scenario API, the
+demo and the named scenarios). Only live clusters are on the Live pages; a what-if one is
+reached from its scenarios.
 """
 
 from django.db import models
@@ -27,14 +32,26 @@ class GpuType(models.Model):
         return self.name
 
 
+class ClusterKind(models.TextChoices):
+    LIVE = "live", "live"
+    WHAT_IF = "what-if", "what-if (a scenario's template)"
+
+
 class Cluster(models.Model):
     name = models.CharField(max_length=100, unique=True)
+    kind = models.CharField(max_length=16, choices=ClusterKind.choices,
+                            default=ClusterKind.LIVE,
+                            help_text="live: a real cluster; what-if: made for a scenario")
     description = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
         ordering = ["name"]
+        constraints = [
+            models.CheckConstraint(condition=Q(kind__in=ClusterKind.values),
+                                   name="cluster_kind_valid"),
+        ]
 
     def __str__(self) -> str:
         return self.name

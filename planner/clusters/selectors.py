@@ -5,9 +5,10 @@ from django.db.models import Count, QuerySet
 from planner.clusters.models import Cluster
 
 
-def cluster_list() -> QuerySet[Cluster]:
-    """Clusters with their pool and server counts."""
-    return Cluster.objects.annotate(
+def cluster_list(*, kind: str | None = None) -> QuerySet[Cluster]:
+    """Clusters (of one kind, live or what-if, or all) with their pool and server counts."""
+    clusters = Cluster.objects.all() if kind is None else Cluster.objects.filter(kind=kind)
+    return clusters.annotate(
         pool_count=Count("pools", distinct=True), server_count=Count("pools__servers"),
     ).order_by("name")
 

@@ -7,7 +7,7 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.db.models import Count
 
-from planner.clusters.models import Cluster, GpuType, Pool, PoolKind, Server
+from planner.clusters.models import Cluster, ClusterKind, GpuType, Pool, PoolKind, Server
 from simulation.errors import InputError
 from simulation.limits import check_text
 from simulation.model import ClusterSpec, PoolSpec
@@ -58,16 +58,21 @@ def cluster_spec_dict(*, spec: ClusterSpec) -> dict[str, Any]:
 
 
 def cluster_create_from_spec(*, spec_text: str, source: str = "upload",
-                             name: str | None = None, description: str = "") -> Cluster:
+                             name: str | None = None, description: str = "",
+                             kind: str = ClusterKind.LIVE) -> Cluster:
     """Parse a cluster spec (YAML, JSON or the Tiresias CSV) and store it; InputError if bad."""
     spec = parse_cluster_spec_text(spec_text, source, name=name or "cluster")
-    return cluster_create(spec=spec, name=name, description=description, source=source)
+    return cluster_create(spec=spec, name=name, description=description, source=source,
+                          kind=kind)
 
 
 @transaction.atomic
 def cluster_create(*, spec: ClusterSpec, name: str | None = None, description: str = "",
-                   source: str = "spec") -> Cluster:
-    """Store a validated spec: GPU types (shared, must agree), the cluster, pools, servers."""
+                   source: str = "spec", kind: str = ClusterKind.LIVE) -> Cluster:
+    """Store a validated spec: GPU types (shared, must agree), the cluster, pools, servers.
+
+    `kind` is what-if for a cluster made for a scenario, so the Live pages leave it out.
+    """
     cluster_name = check_text((name or spec.name).strip(), field="name", source=source)
     taken = InputError(f"a cluster named {cluster_name!r} already exists", source=source,
                        field="name")
@@ -82,7 +87,8 @@ def cluster_create(*, spec: ClusterSpec, name: str | None = None, description: s
         # this insert wait for that transaction). A savepoint keeps the caller's
         # transaction usable, and the caller rolls it back on the InputError.
         with transaction.atomic():
-            cluster = Cluster.objects.create(name=cluster_name, description=description)
+            cluster = Cluster.objects.create(name=cluster_name, description=description,
+                                             kind=kind)
     except IntegrityError:
         raise taken from None
     servers = []

@@ -287,24 +287,39 @@ def _speedup_stats(ratios: np.ndarray, both: pd.DataFrame) -> dict[str, float]:
     }
 
 
+SWEEP_DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
+
+
 def sweep_figure(
-    points: pd.DataFrame | Sequence[Mapping[str, Any]], *, parameter: str, metric: str
+    points: pd.DataFrame | Sequence[Mapping[str, Any]], *, parameter: str, metric: str,
+    metric_title: str | None = None, parameter_title: str | None = None, unit: str = "",
 ) -> go.Figure:
     """Mean of `metric` against a parameter's value, with a 95 % confidence band over seeds.
 
-    `points` has one row per run: ``label``, ``value`` (the parameter), ``seed`` and the metric.
+    `points` has one row per run: ``label``, ``value`` (the parameter), ``seed`` and the metric,
+    already in `unit`, and may have ``policy``: the curve then takes that policy's colour (as
+    on every chart) and a dash per other grid point, so one policy's curves read as one.
+    The axes read the titles given (with their units), else the ids.
     The band is Student's t interval of the mean, so it widens honestly when there are few
     seeds and vanishes with one. It is a separate trace left out of the legend: the chart has
     one legend trace per policy.
     """
     frame = pd.DataFrame(points)
-    colors = policy_colors(sorted(frame["label"].unique()) if len(frame) else [])
-    fig = _figure(xaxis_title=parameter, yaxis_title=metric, hovermode="x unified")
+    fig = _figure(xaxis_title=parameter_title or parameter, yaxis_title=metric_title or metric,
+                  hovermode="x unified")
     if not len(frame):
         return fig
+    if "policy" not in frame:
+        frame = frame.assign(policy=frame["label"])
+    colors = policy_colors(sorted(frame["policy"].unique()))
+    rests = sorted({label[len(policy):]
+                    for label, policy in zip(frame["label"], frame["policy"], strict=True)})
+    suffix = f" {unit}" if unit else ""
     numeric = pd.to_numeric(frame["value"], errors="coerce").notna().all()
     frame = frame.assign(value=pd.to_numeric(frame["value"]) if numeric else frame["value"])
-    for label, rows in frame.groupby("label", sort=True):
+    for (label, policy), rows in frame.groupby(["label", "policy"], sort=True):
+        color = colors[policy]
+        dash = SWEEP_DASHES[rests.index(label[len(policy):]) % len(SWEEP_DASHES)]
         stats_rows = rows.groupby("value", sort=True)[metric].agg(["mean", "std", "count"])
         x = list(stats_rows.index)
         mean = stats_rows["mean"].to_numpy(dtype=float)
@@ -316,13 +331,13 @@ def sweep_figure(
         ])
         fig.add_trace(go.Scatter(
             x=x + x[::-1], y=_compact(np.concatenate([mean + half, (mean - half)[::-1]])),
-            fill="toself", fillcolor=_tint(colors[label]), line={"width": 0},
+            fill="toself", fillcolor=_tint(color), line={"width": 0},
             name=f"{label} 95% CI", legendgroup=label, showlegend=False, hoverinfo="skip",
         ))
         fig.add_trace(go.Scatter(
             x=x, y=_compact(mean), name=label, legendgroup=label, mode="lines+markers",
-            line={"color": colors[label]}, customdata=np.column_stack([half, count]),
-            hovertemplate=(f"%{{y:.4g}} ± %{{customdata[0]:.3g}} "
+            line={"color": color, "dash": dash}, customdata=np.column_stack([half, count]),
+            hovertemplate=(f"%{{y:,.1f}} ± %{{customdata[0]:,.1f}}{suffix} "
                            f"(%{{customdata[1]}} seeds)<extra>{label}</extra>"),
         ))
     return fig

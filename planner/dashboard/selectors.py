@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
-from django.db.models import Count
+from django.db.models import Count, Max, Q, QuerySet
 
-from planner.clusters.models import Cluster, ServerStatus
+from planner.clusters.models import Cluster, ClusterKind, Server, ServerStatus
 from planner.live import selectors as live_selectors
+from planner.live.models import ACTIVE_STATUSES, Decision, Job, JobStatus
+from planner.reproductions.models import Reproduction
 from planner.scenarios import selectors as scenario_selectors
 from planner.scenarios.models import Run, RunStatus, Scenario, Sweep
 from planner.scenarios.services import SWEEP_METRICS
@@ -79,6 +83,51 @@ def run_recent(*, scenario_id: int | None = None, limit: int = RECENT_RUNS) -> l
     return list(runs.select_related("scenario", "sweep").order_by("-id")[:limit])
 
 
+def run_filtered(*, scenario_id: int | None = None, status: str | None = None,
+                 policy: str | None = None) -> QuerySet[Run]:
+    """Runs matching every filter given, newest first (the runs page pages through them)."""
+    runs = scenario_selectors.run_list(scenario_id=scenario_id, status=status)
+    if policy:
+        runs = runs.filter(policy=policy)
+    return runs.select_related("scenario", "sweep").order_by("-id")
+
+
+def run_policies() -> list[str]:
+    """Every policy some run used, for the runs page's filter."""
+    return sorted(set(Run.objects.values_list("policy", flat=True).distinct()))
+
+
+def run_eta_seconds(*, progress: float, elapsed_seconds: float) -> float | None:
+    """Seconds left at the rate so far: the whole run takes elapsed / progress, so what is
+    left is elapsed x (1 - progress) / progress; None before any progress."""
+    if progress <= 0:
+        return None
+    return elapsed_seconds * (1 - progress) / progress
+
+
+@dataclass(frozen=True, slots=True)
+class RunRow:
+    """A run on the runs page: its times so far, and its error as a person reads it."""
+
+    run: Run
+    elapsed_seconds: float | None
+    eta_seconds: float | None
+    error_headline: str
+
+
+def run_rows(*, runs: Sequence[Run], now: datetime) -> list[RunRow]:
+    """`runs` with their duration (running: so far) and, while running, the time left."""
+    rows = []
+    for run in runs:
+        end = run.finished_at or (now if run.status == RunStatus.RUNNING else None)
+        elapsed = (end - run.started_at).total_seconds() if run.started_at and end else None
+        eta = run_eta_seconds(progress=run.progress, elapsed_seconds=elapsed) \
+            if run.status == RunStatus.RUNNING and elapsed is not None else None
+        rows.append(RunRow(run=run, elapsed_seconds=elapsed, eta_seconds=eta,
+                           error_headline=error_headline(run.error) if run.error else ""))
+    return rows
+
+
 @dataclass(frozen=True, slots=True)
 class ComparedRun:
     """One policy's run on a comparison page and the label it has on every chart and table.
@@ -105,6 +154,15 @@ def short_error(text: str, *, limit: int = 300) -> str:
         return "no error message recorded"
     line = lines[-1] if lines[0].startswith("Traceback (most recent call last)") else lines[0]
     return line if len(line) <= limit else line[:limit - 1] + "…"
+
+
+_INPUT_ERROR = re.compile(r"^(?:[\w.]+\.)?InputError: ")
+
+
+def error_headline(text: str) -> str:
+    """`short_error` for a person: an input error without its class name, since its message
+    already names the file, line and field."""
+    return _INPUT_ERROR.sub("", short_error(text))
 
 
 def scenario_comparison_runs(*, scenario: Scenario, seed: int) -> list[ComparedRun]:
@@ -234,3 +292,68 @@ def decision_summary(*, kind: str, response: dict[str, Any]) -> str:
     if response.get("collateral_gpus"):
         parts.append(f"{response['collateral_gpus']} collateral GPU(s)")
     return "; ".join(parts) or "no change"
+
+
+# --- Home page -------------------------------------------------------------------------------
+
+RECENT_STUDIES = 5
+
+
+@dataclass(frozen=True, slots=True)
+class LiveClusterState:
+    """A live cluster at a glance: servers by status, active jobs, its last decision."""
+
+    cluster: Cluster
+    by_status: dict[str, int]
+    queued: int
+    running: int
+    last_decision_at: datetime | None
+
+    @property
+    def servers(self) -> int:
+        return sum(self.by_status.values())
+
+
+def live_cluster_states() -> list[LiveClusterState]:
+    """Every live cluster (what-if ones left out) in three grouped queries, whatever their
+    number of servers, jobs and decisions."""
+    clusters = list(Cluster.objects.filter(kind=ClusterKind.LIVE).order_by("name"))
+    servers: dict[int, dict[str, int]] = {}
+    for row in (Server.objects.filter(pool__cluster__kind=ClusterKind.LIVE)
+                .values("pool__cluster_id", "status").annotate(n=Count("id")).order_by()):
+        servers.setdefault(row["pool__cluster_id"], {})[row["status"]] = row["n"]
+    jobs: dict[tuple[int, str], int] = {
+        (row["cluster_id"], row["status"]): row["n"]
+        for row in (Job.objects.filter(cluster__kind=ClusterKind.LIVE,
+                                       status__in=ACTIVE_STATUSES)
+                    .values("cluster_id", "status").annotate(n=Count("id")).order_by())}
+    decided = dict(Decision.objects.filter(cluster__kind=ClusterKind.LIVE)
+                   .values("cluster_id").annotate(last=Max("created_at"))
+                   .values_list("cluster_id", "last").order_by())
+    return [LiveClusterState(
+        cluster=cluster,
+        by_status={status: servers.get(cluster.pk, {}).get(status, 0)
+                   for status in ServerStatus.values},
+        queued=jobs.get((cluster.pk, JobStatus.QUEUED), 0),
+        running=jobs.get((cluster.pk, JobStatus.RUNNING), 0),
+        last_decision_at=decided.get(cluster.pk),
+    ) for cluster in clusters]
+
+
+def scenario_recent(*, limit: int = RECENT_STUDIES) -> list[Scenario]:
+    """The newest scenarios with their runs counted per status (`runs_<status>`)."""
+    counts = {f"runs_{status}": Count("runs", filter=Q(runs__status=status))
+              for status in (RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.FAILED,
+                             RunStatus.CANCELLED)}
+    return list(scenario_selectors.scenario_list().annotate(**counts)[:limit])
+
+
+def sweep_recent(*, limit: int = RECENT_STUDIES) -> list[Sweep]:
+    """The newest sweeps with their runs counted (`run_count`, `runs_succeeded`)."""
+    return list(scenario_selectors.sweep_list().annotate(
+        runs_succeeded=Count("runs", filter=Q(runs__status=RunStatus.SUCCEEDED)))[:limit])
+
+
+def reproduction_recent(*, limit: int = RECENT_STUDIES) -> list[Reproduction]:
+    """The newest paper reproductions, without their (large) reports and logs."""
+    return list(Reproduction.objects.defer("report", "progress_log")[:limit])

@@ -9,7 +9,7 @@ from typing import Any
 from django.db import transaction
 
 from planner.clusters import selectors as cluster_selectors
-from planner.clusters.models import Cluster
+from planner.clusters.models import Cluster, ClusterKind
 from planner.clusters.services import cluster_create_from_spec
 from planner.scenarios.models import Scenario
 from planner.scenarios.services import (
@@ -97,4 +97,5 @@ def _cluster(*, data: dict[str, Any]) -> Cluster:
         except (Cluster.DoesNotExist, ValueError):
             raise InputError("that cluster no longer exists; choose another",
                              field="cluster") from None
-    return cluster_create_from_spec(spec_text=data["cluster_spec"], source="cluster spec")
+    return cluster_create_from_spec(spec_text=data["cluster_spec"], source="cluster spec",
+                                    kind=ClusterKind.WHAT_IF)

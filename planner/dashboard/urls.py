@@ -19,6 +19,9 @@ urlpatterns = [
     path("scenarios/new/", views.scenario_new, name="scenario-new"),
     path("scenarios/<int:scenario_id>/compare/", views.scenario_compare,
          name="scenario-compare"),
+    path("sweeps/", views.sweep_list, name="sweep-list"),
     path("sweeps/<int:sweep_id>/", views.sweep_detail, name="sweep-detail"),
     path("runs/", views.run_list, name="run-list"),
+    path("runs/<int:run_id>/cancel/", views.run_cancel, name="run-cancel"),
+    path("runs/<int:run_id>/rerun/", views.run_rerun, name="run-rerun"),
 ]

@@ -11,22 +11,29 @@ current by re-fetching their fragment views.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
+from urllib.parse import urlsplit
 
 import plotly.io as pio
-from django.http import Http404, HttpRequest, HttpResponse
+from django.contrib import messages
+from django.core.paginator import Paginator
+from django.http import Http404, HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils import timezone
+from django.utils.http import url_has_allowed_host_and_scheme, urlencode
+from django.views.decorators.http import require_POST
 
 from planner.clusters import selectors as cluster_selectors
-from planner.clusters.models import Cluster
+from planner.clusters.models import Cluster, ClusterKind
 from planner.core.roles import PLAN, READ, role_required
-from planner.dashboard import figures, selectors, services
+from planner.dashboard import figures, readable, selectors, services
 from planner.dashboard.forms import ScenarioBuilderForm
 from planner.dashboard.selectors import PoolState, cluster_pool_states
 from planner.scenarios import selectors as scenario_selectors
-from planner.scenarios.models import Scenario, Sweep
+from planner.scenarios import services as scenario_services
+from planner.scenarios.models import Run, RunStatus, Scenario, Sweep
 from planner.scenarios.services import SWEEP_METRICS
 from simulation.errors import InputError
 from simulation.metrics import time_unit
@@ -93,14 +100,17 @@ def _number_text(value: float, *, kind: str, scale: float) -> str:
 
 @role_required(READ)
 def cluster_list(request: HttpRequest) -> HttpResponse:
+    """Live clusters only: what-if ones (made for a scenario) are reached from their scenario."""
     return render(request, "dashboard/cluster_list.html",
-                  {"clusters": cluster_selectors.cluster_list(), "nav": "clusters"})
+                  {"clusters": cluster_selectors.cluster_list(kind=ClusterKind.LIVE),
+                   "nav": "clusters"})
 
 
 @role_required(READ)
 def cluster_detail(request: HttpRequest, cluster_id: int) -> HttpResponse:
     context = _cluster_live_context(cluster_id=cluster_id)
-    context.update(refresh_seconds=_refresh_seconds(request), nav="clusters")
+    context.update(refresh_seconds=_refresh_seconds(request),
+                   nav="clusters" if context["cluster"].kind == ClusterKind.LIVE else "scenarios")
     return render(request, "dashboard/cluster_detail.html", context)
 
 
@@ -185,16 +195,74 @@ def scenario_list(request: HttpRequest) -> HttpResponse:
                    "sweeps": scenario_selectors.sweep_list()[:50], "nav": "scenarios"})
 
 
+RUNS_PER_PAGE = 50
+
+
 @role_required(READ)
 def run_list(request: HttpRequest) -> HttpResponse:
-    """Newest runs with progress bars that poll /api/v1/runs/<id>/ until each run ends."""
-    scenario = None
-    raw = request.GET.get("scenario", "")
-    if raw:
-        scenario = _scenario_or_404(raw)
-    runs = selectors.run_recent(scenario_id=scenario.pk if scenario else None)
-    return render(request, "dashboard/run_list.html",
-                  {"runs": runs, "scenario": scenario, "nav": "runs"})
+    """Runs filtered by status, policy and scenario, a page at a time, newest first; bars
+    poll /api/v1/runs/<id>/ until each run ends, and planners cancel or re-run from here."""
+    return render(request, "dashboard/run_list.html", _run_list_context(query=request.GET))
+
+
+@role_required(PLAN)
+@require_POST
+def run_cancel(request: HttpRequest, run_id: int) -> HttpResponse:
+    return _run_action(request, run_id=run_id, action=scenario_services.run_cancel,
+                       done="Run {old} cancelled.")
+
+
+@role_required(PLAN)
+@require_POST
+def run_rerun(request: HttpRequest, run_id: int) -> HttpResponse:
+    return _run_action(request, run_id=run_id, action=scenario_services.run_rerun,
+                       done="Run {old} started again as run {new}.")
+
+
+def _run_action(request: HttpRequest, *, run_id: int, action: Callable[..., Run],
+                done: str) -> HttpResponse:
+    """Cancel or re-run, then back to the runs page the button was on (its filters and
+    page); a run that cannot be is 400 on that page, with the reason."""
+    back = request.POST.get("next", "")
+    if not url_has_allowed_host_and_scheme(back, allowed_hosts={request.get_host()}) \
+            or not back.startswith(reverse("dashboard:run-list")):
+        back = reverse("dashboard:run-list")
+    try:
+        run = action(run_id=run_id)
+    except Run.DoesNotExist:
+        raise Http404(f"There is no run {run_id}.") from None
+    except InputError as exc:
+        context = _run_list_context(query=QueryDict(urlsplit(back).query))
+        context["notices"].append(f"Run {run_id}: {exc.message}.")
+        return render(request, "dashboard/run_list.html", context, status=400)
+    messages.success(request, done.format(old=run_id, new=run.pk))
+    return redirect(back)
+
+
+def _run_list_context(*, query: QueryDict) -> dict[str, Any]:
+    notices: list[str] = []
+    scenario = _scenario_or_404(query["scenario"]) if query.get("scenario") else None
+    status = query.get("status", "")
+    if status and status not in RunStatus.values:
+        notices.append(f"There is no run status {status!r}; showing every status.")
+        status = ""
+    policies = selectors.run_policies()
+    policy = query.get("policy", "")
+    if policy and policy not in policies:
+        notices.append(f"No run used the policy {policy!r}; showing every policy.")
+        policy = ""
+    runs = selectors.run_filtered(scenario_id=scenario.pk if scenario else None,
+                                  status=status or None, policy=policy or None)
+    page = Paginator(runs, RUNS_PER_PAGE).get_page(query.get("page"))
+    filters = {key: value for key, value in (("scenario", scenario.pk if scenario else ""),
+                                             ("status", status), ("policy", policy)) if value}
+    return {
+        "rows": selectors.run_rows(runs=list(page), now=timezone.now()), "page": page,
+        "scenario": scenario, "status": status, "policy": policy, "statuses": RunStatus.values,
+        "policies": policies, "scenarios": scenario_selectors.scenario_list()[:200],
+        "filters": urlencode(filters), "filtered": bool(filters), "notices": notices,
+        "nav": "runs",
+    }
 
 
 @role_required(READ)
@@ -282,8 +350,21 @@ def _result(label: str, runs: dict[int, selectors.ComparedRun], *,
 
 
 @role_required(READ)
+def sweep_list(request: HttpRequest) -> HttpResponse:
+    """Every sweep, newest first, with its grid and how far its runs are."""
+    sweeps = selectors.sweep_recent(limit=200)
+    return render(request, "dashboard/sweep_list.html", {
+        "sweeps": [{"sweep": sweep, "grid": readable.grid_text(sweep.grid)} for sweep in sweeps],
+        "nav": "sweeps"})
+
+
+@role_required(READ)
 def sweep_detail(request: HttpRequest, sweep_id: int) -> HttpResponse:
-    """Metric against one grid parameter with a 95 % band across seeds, per policy."""
+    """Metric against one grid parameter with a 95 % band across seeds, per policy.
+
+    Durations read in the unit of the largest value shown (h, min or s, named in every
+    title), shares in %; every table cell's title holds the exact value in seconds.
+    """
     try:
         sweep = scenario_selectors.sweep_get(sweep_id=sweep_id)
     except Sweep.DoesNotExist:
@@ -291,30 +372,62 @@ def sweep_detail(request: HttpRequest, sweep_id: int) -> HttpResponse:
     notices: list[str] = []
     metric = request.GET.get("metric") or "jct_mean"
     if metric not in SWEEP_METRICS:
-        notices.append(f"Unknown metric {metric!r}; showing jct_mean.")
+        notices.append(f"Unknown metric {metric!r}; showing "
+                       f"{readable.SWEEP_METRIC_TITLES['jct_mean'][0]}.")
         metric = "jct_mean"
     axes = sorted(sweep.grid)
     parameter = request.GET.get("parameter") or (axes[0] if axes else "")
     if axes and parameter not in axes:
         notices.append(f"The sweep has no parameter {parameter!r}; showing {axes[0]}.")
         parameter = axes[0]
+    raw_points = selectors.sweep_points(sweep=sweep, metric=metric)
+    aggregate = scenario_selectors.sweep_aggregate(sweep=sweep)
+    means = [row["metrics"].get(metric, {}).get("mean") for row in aggregate]
+    unit, scale = readable.metric_unit(
+        metric, [p["value"] for p in raw_points] + [m for m in means if m is not None])
+    title = readable.metric_title(metric, unit)
     points = [
-        {"label": " · ".join([p["policy"]] + [f"{k}={v}" for k, v in sorted(p["variant"].items())
-                                               if k != parameter]),
-         "value": p["variant"].get(parameter), "seed": p["seed"], metric: p["value"]}
-        for p in selectors.sweep_points(sweep=sweep, metric=metric)
+        {"label": " · ".join(filter(None, [p["policy"], readable.grid_point_text(
+            p["variant"], leave_out=parameter)])),
+         "policy": p["policy"], "value": p["variant"].get(parameter), "seed": p["seed"],
+         metric: p["value"] / scale}
+        for p in raw_points
     ]
     chart = figures.Chart(
-        "sweep", f"{metric} against {parameter}",
+        "sweep", f"{title} against {parameter}",
         "Mean over seeds per grid point; the band is the 95 % confidence interval (Student t).",
-        figures.sweep_figure(points, parameter=parameter, metric=metric))
+        figures.sweep_figure(points, parameter=parameter, metric=metric, metric_title=title,
+                             parameter_title=readable.parameter_title(parameter), unit=unit))
+    progress = scenario_selectors.sweep_progress(sweep=sweep)
     return render(request, "dashboard/sweep.html", {
-        "sweep": sweep, "metric": metric, "metrics": list(SWEEP_METRICS), "parameter": parameter,
-        "axes": axes, "charts": chart_payloads([chart]) if points else [],
-        "progress": scenario_selectors.sweep_progress(sweep=sweep),
-        "aggregate": scenario_selectors.sweep_aggregate(sweep=sweep), "notices": notices,
-        "filename_prefix": f"sweep-{sweep.pk}", "nav": "scenarios",
+        "sweep": sweep, "metric": metric, "metric_title": title, "unit": unit,
+        "exact_in_seconds": readable.SWEEP_METRIC_TITLES[metric][1] == "time",
+        "metrics": [(key, readable.SWEEP_METRIC_TITLES[key][0]) for key in SWEEP_METRICS],
+        "parameter": parameter, "axes": axes, "grid": readable.grid_text(sweep.grid),
+        "charts": chart_payloads([chart]) if points else [],
+        "progress": ", ".join(f"{n} {status}" for status, n in progress.items() if n),
+        "aggregate": [_aggregate_row(row, metric=metric, unit=unit, scale=scale)
+                      for row in aggregate],
+        "notices": notices, "filename_prefix": f"sweep-{sweep.pk}", "nav": "sweeps",
     })
+
+
+def _aggregate_row(row: dict[str, Any], *, metric: str, unit: str,
+                   scale: float) -> dict[str, Any]:
+    """A row of the sweep's aggregate table: readable grid point, mean and CI half-width in
+    the page's unit, the exact values for the cells' titles."""
+    stats = row["metrics"].get(metric) or {}
+    raw_unit = "s" if readable.SWEEP_METRIC_TITLES[metric][1] == "time" else ""
+
+    def cell(value: float | None) -> dict[str, str]:
+        if value is None:
+            return {"text": "—", "exact": ""}
+        return {"text": f"{value / scale:,.1f}" if unit else f"{value:,.2f}",
+                "exact": f"{value} {raw_unit}".strip()}
+
+    return {"point": readable.grid_point_text(row["variant"]) or "—", "policy": row["policy"],
+            "runs": row["runs"], "succeeded": row["succeeded"],
+            "mean": cell(stats.get("mean")), "ci95": cell(stats.get("ci95"))}
 
 
 def _scenario_or_404(raw: Any) -> Scenario:

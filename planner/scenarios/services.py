@@ -30,7 +30,7 @@ from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from planner.clusters.models import Cluster
+from planner.clusters.models import Cluster, ClusterKind
 from planner.clusters.services import cluster_create_from_spec, cluster_to_spec
 from planner.scenarios import results
 from planner.scenarios.inputs import (
@@ -287,7 +287,8 @@ def scenario_create_from_specs(*, name: str, cluster_spec_text: str, policies: l
     """Cluster spec (YAML/JSON) plus a trace upload or a generator spec, as one scenario."""
     if (trace is None) == (generator is None):
         raise InputError("give either a trace file or a generator spec", field="trace")
-    cluster = cluster_create_from_spec(spec_text=cluster_spec_text, source="cluster spec")
+    cluster = cluster_create_from_spec(spec_text=cluster_spec_text, source="cluster spec",
+                                       kind=ClusterKind.WHAT_IF)
     if trace is not None:
         workload = workload_create_from_upload(name=f"{name} trace", file=trace)
     else:
@@ -740,7 +741,7 @@ def demo_load() -> Scenario | None:
     if Scenario.objects.filter(slug=DEMO_SLUG).exists():
         return None
     cluster = Cluster.objects.filter(name="demo-what-if").first() or cluster_create_from_spec(
-        spec_text=DEMO_CLUSTER_SPEC, source="demo")
+        spec_text=DEMO_CLUSTER_SPEC, source="demo", kind=ClusterKind.WHAT_IF)
     workload = workload_create_from_generator(name="demo: 400 bursty jobs over 2 days",
                                               spec=DEMO_WORKLOAD, seed=0)
     load = inference_load_create_generated(name="demo: diurnal inference load",
@@ -771,7 +772,7 @@ def _cluster_for_spec(*, data: dict[str, Any], source: str) -> Cluster:
             raise InputError(f"a different cluster named '{spec.name}' exists", source=source,
                              field="cluster.name")
         return existing
-    return cluster_create(spec=spec, source=source)
+    return cluster_create(spec=spec, source=source, kind=ClusterKind.WHAT_IF)
 
 
 @transaction.atomic
