@@ -17,7 +17,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
-from scipy import stats
 
 from simulation.metrics import mean_ci95, time_unit
 
@@ -293,6 +292,7 @@ SWEEP_DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
 def sweep_figure(
     points: pd.DataFrame | Sequence[Mapping[str, Any]], *, parameter: str, metric: str,
     metric_title: str | None = None, parameter_title: str | None = None, unit: str = "",
+    colors: Mapping[str, str] | None = None,
 ) -> go.Figure:
     """Mean of `metric` against a parameter's value, with a 95 % confidence band over seeds.
 
@@ -311,7 +311,7 @@ def sweep_figure(
         return fig
     if "policy" not in frame:
         frame = frame.assign(policy=frame["label"])
-    colors = policy_colors(sorted(frame["policy"].unique()))
+    colors = colors or policy_colors(sorted(frame["policy"].unique()))
     rests = sorted({label[len(policy):]
                     for label, policy in zip(frame["label"], frame["policy"], strict=True)})
     suffix = f" {unit}" if unit else ""
@@ -320,18 +320,15 @@ def sweep_figure(
     for (label, policy), rows in frame.groupby(["label", "policy"], sort=True):
         color = colors[policy]
         dash = SWEEP_DASHES[rests.index(label[len(policy):]) % len(SWEEP_DASHES)]
-        stats_rows = rows.groupby("value", sort=True)[metric].agg(["mean", "std", "count"])
-        x = list(stats_rows.index)
-        mean = stats_rows["mean"].to_numpy(dtype=float)
-        count = stats_rows["count"].to_numpy()
-        spread = np.nan_to_num(stats_rows["std"].to_numpy(dtype=float))
-        half = np.array([
-            stats.t.ppf(0.975, n - 1) * s / math.sqrt(n) if n > 1 else 0.0
-            for n, s in zip(count, spread, strict=True)
-        ])
+        groups = rows.groupby("value", sort=True)[metric]
+        x = list(groups.groups)
+        cells = [mean_ci95(list(values.dropna())) for _, values in groups]
+        mean = np.array([c["mean"] if c["mean"] is not None else np.nan for c in cells])
+        count = np.array([c["n"] for c in cells])
+        half = np.array([c["ci95"] or 0.0 for c in cells])
         fig.add_trace(go.Scatter(
             x=x + x[::-1], y=_compact(np.concatenate([mean + half, (mean - half)[::-1]])),
-            fill="toself", fillcolor=_tint(color), line={"width": 0},
+            fill="toself", fillcolor=_tint(color, alpha=0.08), line={"width": 0},
             name=f"{label} 95% CI", legendgroup=label, showlegend=False, hoverinfo="skip",
         ))
         fig.add_trace(go.Scatter(

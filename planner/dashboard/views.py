@@ -397,7 +397,9 @@ def sweep_detail(request: HttpRequest, sweep_id: int) -> HttpResponse:
         "sweep", f"{title} against {parameter}",
         "Mean over seeds per grid point; the band is the 95 % confidence interval (Student t).",
         figures.sweep_figure(points, parameter=parameter, metric=metric, metric_title=title,
-                             parameter_title=readable.parameter_title(parameter), unit=unit))
+                             parameter_title=readable.parameter_title(parameter), unit=unit,
+                             colors=figures.policy_colors(
+                                 entry["policy"] for entry in sweep.scenario.policies)))
     progress = scenario_selectors.sweep_progress(sweep=sweep)
     return render(request, "dashboard/sweep.html", {
         "sweep": sweep, "metric": metric, "metric_title": title, "unit": unit,
