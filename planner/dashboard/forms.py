@@ -149,10 +149,7 @@ class ScenarioBuilderForm(forms.Form):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         policies = registry()
-        self.catalog = sorted(
-            scenario_selectors.policy_catalog(),
-            key=lambda p: (PAPER_GROUPS.index(policy_group(policies[p["name"]].paper)),
-                           p["name"]))
+        self.catalog = scenario_selectors.policy_catalog()
         self.papers = {p["name"]: policies[p["name"]].paper for p in self.catalog}
         self.fields["cluster"].choices = [("", "— new cluster from the spec below —")] + [
             (str(c.pk), f"{c.name} ({c.server_count} servers)")
