@@ -144,7 +144,6 @@ class ScenarioBuilderForm(forms.Form):
     engine_settings = forms.CharField(
         required=False, label="Engine settings", widget=forms.Textarea(attrs={"rows": 3}),
         help_text="Optional key=value lines shared by every policy, e.g. scaling_mode=stop-free.")
-    accept_warnings = forms.CharField(required=False, widget=forms.HiddenInput)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
