@@ -11,7 +11,14 @@ import pandas as pd
 from django.db.models import Count, Q, QuerySet
 
 from planner.scenarios import results
-from planner.scenarios.models import Run, RunStatus, Scenario, Sweep, Workload
+from planner.scenarios.models import (
+    InferenceLoadProfile,
+    Run,
+    RunStatus,
+    Scenario,
+    Sweep,
+    Workload,
+)
 from simulation.policies import registry
 
 EXPORT_TABLES = ("summary", "jobs", "timeseries")
@@ -30,6 +37,10 @@ def policy_catalog() -> list[dict[str, Any]]:
 
 def workload_list() -> QuerySet[Workload]:
     return Workload.objects.all()
+
+
+def inference_load_list() -> QuerySet[InferenceLoadProfile]:
+    return InferenceLoadProfile.objects.all()
 
 
 def scenario_list() -> QuerySet[Scenario]:
