@@ -44,12 +44,13 @@ def test_freed_buddies_merge_back_to_the_parent_cell() -> None:
 
 
 def test_buddy_keeps_a_whole_server_where_first_fit_splits_it() -> None:
-    # B (listed first) is empty; A has 6 GPUs held. First fit by server order would put a
-    # 2-GPU job on B and leave no 8-GPU cell; the buddy rule takes A's last 2-GPU cell.
+    # B (listed first) is empty; A has 6 GPUs held by lent jobs. First fit by server order
+    # would put a 2-GPU job on B and leave no 8-GPU cell, and so would keeping away from lent
+    # jobs; the buddy rule comes first and takes A's last 2-GPU cell.
     cells = BuddyCells({"B": 8, "A": 8})
-    cells.allocate(8, "whole", kind=DEDICATED)  # takes B (first), then give it back below
-    cells.allocate(4, "a4", kind=DEDICATED)
-    cells.allocate(2, "a2", kind=DEDICATED)
+    cells.allocate(8, "whole", kind=OPPORTUNISTIC)  # takes B (first), given back below
+    cells.allocate(4, "a4", kind=OPPORTUNISTIC)
+    cells.allocate(2, "a2", kind=OPPORTUNISTIC)
     cells.release("whole")
     assert cells.free_cells() == [Cell("B", 0, 8), Cell("A", 6, 2)]
     assert cells.allocate(2, "job", kind=DEDICATED) == Cell("A", 6, 2)
