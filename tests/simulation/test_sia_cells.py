@@ -57,20 +57,23 @@ def test_buddy_keeps_a_whole_server_where_first_fit_splits_it() -> None:
     assert cells.allocate(8, "big", kind=DEDICATED) == Cell("B", 0, 8)
 
 
-def test_dedicated_cells_go_home_first() -> None:
+def test_quota_cells_come_from_the_queues_own_servers_only() -> None:
     cells = BuddyCells({"A": 8, "B": 8})
-    assert cells.allocate(2, "d", kind=DEDICATED, queue="q2", home=("B",)) == Cell("B", 0, 2)
+    assert cells.allocate(2, "d", kind=DEDICATED, queue="q2", servers=("B",)) == Cell("B", 0, 2)
     # The next 2-GPU cell: B[2,4), the buddy of d's cell, though A comes first.
-    assert cells.allocate(2, "d2", kind=DEDICATED, queue="q2", home=("B",)) == Cell("B", 2, 2)
+    assert cells.allocate(2, "d2", kind=DEDICATED, queue="q2", servers=("B",)) == Cell("B", 2, 2)
+    # No 8-GPU cell is left on B: the request fails though A is free.
+    assert cells.allocate(8, "d8", kind=DEDICATED, queue="q2", servers=("B",)) is None
+    assert cells.clearable(4, lambda h: True, servers=("A",)) == (Cell("A", 0, 4), [])
 
 
 def _layout(order: tuple[str, str]) -> BuddyCells:
     """A: dedicated d in [0,2), opportunistic o in [4,8), free [2,4).
     B: opportunistic oB in [0,2), free [2,4) and [4,8). (A filler steers oB to B.)"""
     cells = BuddyCells(dict.fromkeys(order, 8))
-    cells.allocate(2, "d", kind=DEDICATED, home=("A",))
+    cells.allocate(2, "d", kind=DEDICATED, servers=("A",))
     cells.allocate(4, "o", kind=OPPORTUNISTIC, guard=False)
-    cells.allocate(2, "filler", kind=DEDICATED, home=("A",))
+    cells.allocate(2, "filler", kind=DEDICATED, servers=("A",))
     cells.allocate(2, "oB", kind=OPPORTUNISTIC, guard=False)
     cells.release("filler")
     assert [cells.cell_of(x) for x in ("d", "o", "oB")] == [
@@ -92,7 +95,7 @@ def test_dedicated_cells_keep_away_from_opportunistic_ones() -> None:
     cells = BuddyCells({"A": 8, "B": 8})
     cells.allocate(4, "o4", kind=OPPORTUNISTIC)
     cells.allocate(2, "o2", kind=OPPORTUNISTIC, guard=False)
-    cells.allocate(2, "filler", kind=DEDICATED, home=("A",))
+    cells.allocate(2, "filler", kind=DEDICATED, servers=("A",))
     cells.allocate(2, "oB", kind=OPPORTUNISTIC, guard=False)
     cells.release("filler")
     assert [cells.cell_of(x) for x in ("o4", "o2", "oB")] == [
@@ -117,7 +120,7 @@ def test_opportunistic_jobs_never_start_in_buddy_cells_of_dedicated_or_reserved_
 def test_opportunistic_jobs_pack_next_to_each_other() -> None:
     cells = BuddyCells({"A": 8, "B": 8})
     cells.allocate(1, "o1", kind=OPPORTUNISTIC)  # A[0]
-    cells.allocate(4, "d", kind=DEDICATED, home=("B",))  # B[0,4)
+    cells.allocate(4, "d", kind=DEDICATED, servers=("B",))  # B[0,4)
     # Free: A[1] (buddy holds o1), A[2,4), A[4,8), B[4,8) (buddy holds d: closed).
     assert cells.allocate(1, "o2", kind=OPPORTUNISTIC) == Cell("A", 1, 1)
     assert cells.allocate(4, "o4", kind=OPPORTUNISTIC) == Cell("A", 4, 4)
@@ -126,7 +129,7 @@ def test_opportunistic_jobs_pack_next_to_each_other() -> None:
 
 def test_clearable_cell_evicts_the_fewest_gpus_of_evictable_holders_only() -> None:
     cells = BuddyCells({"A": 8, "B": 8})
-    cells.allocate(4, "dA", kind=DEDICATED, home=("A",))  # A[0,4)
+    cells.allocate(4, "dA", kind=DEDICATED, servers=("A",))  # A[0,4)
     cells.allocate(4, "oA", kind=OPPORTUNISTIC, guard=False)  # A[4,8)
     cells.allocate(2, "o1", kind=OPPORTUNISTIC, guard=False)  # B[0,2)
     cells.allocate(1, "o2", kind=OPPORTUNISTIC, guard=False)  # B[2]

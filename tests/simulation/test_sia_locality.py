@@ -14,7 +14,9 @@ from simulation.errors import InputError
 from simulation.model import ClusterSpec, GpuType, JobSpec, PoolKind, PoolSpec, Workload
 from simulation.policies.base import create_policy
 from simulation.policies.sia.sia import discounted_reservations
+from simulation.reproductions import sia as sia_reproduction
 from simulation.runner import run_simulation
+from simulation.scenarios import load_named_scenarios
 from simulation.workloads.sia import SiaSetup, generate_sia_workload, sia_cluster
 
 MIN = 60.0
@@ -150,3 +152,23 @@ def test_locality_cells_refuses_what_cells_cannot_describe() -> None:
         run_simulation(queues(2, gpus=6), Workload((job("j", "q1", 0, 2, 10),)), "hived")
     # off by default: the same job runs without cells
     assert run_simulation(queues(2), three, "sia").jobs[0]["start"] == 0
+
+
+def test_locality_scenario_is_figure_16_on_the_headline_jobs() -> None:
+    named = load_named_scenarios()
+    scenario, headline = named["sia-locality"], named["sia-headline"]
+    assert scenario.cluster == headline.cluster and scenario.workload == headline.workload
+    assert scenario.policies == [
+        {"policy": "fcfs-pools", "params": CELLS},
+        {"policy": "sia", "params": {"history_days": sia_reproduction.HISTORY_DAYS, **CELLS}},
+        {"policy": "hived", "params": {}}]
+
+
+def test_preemptible_share_marks_a_seeded_share_and_changes_nothing_else() -> None:
+    workload = generate_sia_workload(SiaSetup(queues=2, days=1.0), seed=1)
+    half = sia_reproduction.preemptible_share(workload, 0.5, seed=0)
+    marked = sum(job.preemptible for job in half.jobs)
+    assert not any(job.preemptible for job in workload.jobs)
+    assert abs(marked / len(half.jobs) - 0.5) < 0.1
+    assert half == sia_reproduction.preemptible_share(workload, 0.5, seed=0)
+    assert [j.job_id for j in half.jobs] == [j.job_id for j in workload.jobs]

@@ -10,15 +10,16 @@ free); a released cell merges with its buddy whenever the buddy is free too. Fre
 kept maximal, so a free cell's buddy is always (partly) held.
 
 Among free cells of the same size, the holder's kind decides (SIA §5.5):
-- dedicated and reserved cells (a queue's quota, its reservations) go to the queue's own
-  servers first, then next to other dedicated cells (a free cell whose buddy holds one),
-  then to the server with the fewest opportunistic GPUs: "as close as possible (in buddy
-  cells) and furthest away from any cells allocated to opportunistic jobs";
+- dedicated and reserved cells (a queue's quota, its reservations) go next to other
+  dedicated cells (a free cell whose buddy holds one), then to the server with the fewest
+  opportunistic GPUs: "as close as possible (in buddy cells) and furthest away from any
+  cells allocated to opportunistic jobs";
 - opportunistic cells go next to other opportunistic cells, then to the server with the
   fewest dedicated GPUs, and never into a buddy cell of a dedicated or reserved cell (a free
   cell whose buddy holds one): SIA cannot preempt them, so they must not fragment the cells
   the queues grow into. `guard=False` lifts that rule (HiveD*, which has no such rule).
-Remaining ties go to the earlier server, then the lower offset.
+Remaining ties go to the earlier server, then the lower offset. `servers` limits a
+request to some servers (a queue's own, for its quota cells).
 """
 
 from __future__ import annotations
@@ -115,12 +116,13 @@ class BuddyCells:
 
     # -- allocating -------------------------------------------------------------------------
 
-    def candidates(self, size: int, kind: str, *, home: Collection[str] = (),
+    def candidates(self, size: int, kind: str, *, servers: Collection[str] | None = None,
                    guard: bool = True) -> list[Cell]:
         """Free cells a `size`-GPU cell of `kind` may be cut from, best first (module doc)."""
         if kind not in KINDS:
             raise ValueError(f"unknown cell kind {kind!r}")
-        fitting = [c for c in self._free if c.size >= size]
+        fitting = [c for c in self._free
+                   if c.size >= size and (servers is None or c.server in servers)]
         if kind == OPPORTUNISTIC:
             if guard:
                 fitting = [c for c in fitting if not self._buddy_holds(c, PROTECTED)]
@@ -128,17 +130,17 @@ class BuddyCells:
                 c.size, not self._buddy_holds(c, (OPPORTUNISTIC,)),
                 self.held_gpus(c.server, PROTECTED), self._order[c.server], c.offset))
         return sorted(fitting, key=lambda c: (
-            c.server not in home, c.size, not self._buddy_holds(c, PROTECTED),
+            c.size, not self._buddy_holds(c, PROTECTED),
             self.held_gpus(c.server, (OPPORTUNISTIC,)), self._order[c.server], c.offset))
 
     def allocate(self, size: int, owner: str, *, kind: str, queue: str = "",
-                 home: Collection[str] = (), guard: bool = True) -> Cell | None:
+                 servers: Collection[str] | None = None, guard: bool = True) -> Cell | None:
         """Hold a `size`-GPU cell for `owner`, or None when no allowed free cell fits."""
         if not is_power_of_two(size):
             raise ValueError(f"a cell holds a power of two GPUs, not {size}")
         if owner in self._held:
             raise ValueError(f"{owner} already holds {self._held[owner][0]}")
-        options = self.candidates(size, kind, home=home, guard=guard)
+        options = self.candidates(size, kind, servers=servers, guard=guard)
         if not options:
             return None
         cell = options[0]
@@ -162,21 +164,22 @@ class BuddyCells:
         return cell
 
     def clearable(self, size: int, evictable: Callable[[Holder], bool], *,
-                  home: Collection[str] = ()) -> tuple[Cell, list[str]] | None:
+                  servers: Collection[str] | None = None) -> tuple[Cell, list[str]] | None:
         """The `size`-GPU cell that evicting the fewest GPUs would free, and whom to evict.
 
-        Every holder overlapping the cell must be `evictable`; ties go to the home servers,
-        then server order and offset. None when no cell can be cleared that way.
+        Every holder overlapping the cell must be `evictable`; ties go to the earlier server,
+        then the lower offset. None when no cell can be cleared that way.
         """
         best: tuple[tuple, Cell, list[str]] | None = None
         for server, top in self.top.items():
+            if servers is not None and server not in servers:
+                continue
             for offset in range(0, top, size) if size <= top else ():
                 cell = Cell(server, offset, size)
                 holders = self.holders_in(cell)
                 if not all(evictable(h) for _, h in holders):
                     continue
-                key = (sum(c.size for c, _ in holders), server not in home,
-                       self._order[server], offset)
+                key = (sum(c.size for c, _ in holders), self._order[server], offset)
                 if best is None or key < best[0]:
                     best = (key, cell, [h.owner for _, h in holders])
         return None if best is None else (best[1], best[2])

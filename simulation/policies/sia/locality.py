@@ -10,8 +10,10 @@ Choices where SIA §5.5 is silent:
 - A queue's quota is cells of its pool's server size (`cells.quota_cells`); a dedicated job
   is within quota when the queue's dedicated cells plus its own fit the quota cells
   (`cells.fits_in_cells`). A queue holding no dedicated cell may start any job, as in
-  fcfs-pools. Quota cells are virtual: a dedicated job takes a physical cell on its own
-  queue's servers first, anywhere else otherwise.
+  fcfs-pools. Quota cells are bound to the queue's own servers (HiveD binds a virtual
+  cluster's cells to physical ones; here the pool is that binding), so dedicated cells
+  and reservations are cut from them only: a queue never takes another's cells as its
+  own, and without lending each queue runs exactly as alone on its servers.
 - A reservation of r GPUs (r rounded up) is r's binary decomposition into cells no wider
   than the queue's largest quota cell (6 GPUs: a 4-GPU and a 2-GPU cell), held as
   dedicated cells without a job.
@@ -26,6 +28,7 @@ from simulation.decisions import Launch, Slot
 from simulation.errors import InputError
 from simulation.model import ClusterSpec, Workload
 from simulation.policies.sia.cells import (
+    OPPORTUNISTIC,
     RESERVED,
     BuddyCells,
     Holder,
@@ -79,8 +82,9 @@ class CellPlacer:
     def place(self, job: JobView, queue: str, kind: str, *, guard: bool = True
               ) -> Launch | None:
         """Hold a cell of the job's width and launch the job on it, or None."""
+        servers = None if kind == OPPORTUNISTIC else self.home[queue]
         cell = self.cells.allocate(job.spec.num_gpus, job.job_id, kind=kind, queue=queue,
-                                   home=self.home[queue], guard=guard)
+                                   servers=servers, guard=guard)
         return None if cell is None else Launch(job.job_id, (Slot(cell.server, cell.size),))
 
     def reserve(self, amounts: Mapping[str, float]) -> bool:
@@ -93,7 +97,7 @@ class CellPlacer:
             for size in quota_cells(gpus, max(self.quota_cells[queue])):
                 owner = f"reservation:{queue}:{len(self._reservations)}"
                 if self.cells.allocate(size, owner, kind=RESERVED, queue=queue,
-                                       home=self.home[queue]) is None:
+                                       servers=self.home[queue]) is None:
                     return False
                 self._reservations.append(owner)
         return True
@@ -105,6 +109,7 @@ class CellPlacer:
 
     def make_room(self, job: JobView, queue: str, evictable: Callable[[Holder], bool]
                   ) -> list[str] | None:
-        """Jobs to preempt so `job` gets a cell: those of the cheapest clearable cell."""
-        found = self.cells.clearable(job.spec.num_gpus, evictable, home=self.home[queue])
+        """Jobs to preempt so `job` gets a cell on its queue's servers: those of the cell
+        freed by evicting the fewest GPUs."""
+        found = self.cells.clearable(job.spec.num_gpus, evictable, servers=self.home[queue])
         return None if found is None else found[1]

@@ -329,22 +329,26 @@ class Sia(QueuePolicy):
             usage.allocation[queue] += job.spec.num_gpus
         return launch
 
-    def _within_quota(self, view: ClusterView, quotas: dict[str, int],
-                      dedicated: dict[str, int], queue: str, need: int) -> bool:
-        """The head fits the queue's unused quota (GPUs, or with cells its quota cells)."""
+    def _within_quota(self, quotas: dict[str, int], dedicated: dict[str, int],
+                      held: dict[str, list[int]], queue: str, need: int) -> bool:
+        """The head fits the queue's unused quota (GPUs, or with cells its quota cells,
+        `held` being the widths of its dedicated jobs)."""
         if dedicated[queue] == 0:
             return True  # a head wider than the quota starts on an empty queue (fcfs-pools)
         if self._cells is None:
             return dedicated[queue] + need <= quotas[queue]
-        held = [view.running[j].gpus for j in self._dedicated
-                if queue_of(view.running[j].spec, quotas) == queue]
-        return self._cells.within_quota(queue, held, need)
+        return self._cells.within_quota(queue, held[queue], need)
 
     def _allocate_dedicated(self, view: ClusterView, quotas: dict[str, int],
                             usage: QueueUsage, dedicated: dict[str, int], idle: int
                             ) -> Iterator[Decision]:
         """Figure 7: FCFS heads within each queue's quota, least-served queue first; with
         `preemption`, a head that would wait evicts lent preemptible jobs."""
+        held: dict[str, list[int]] = {q: [] for q in quotas}
+        if self._cells is not None:
+            for job_id in self._dedicated:
+                job = view.running[job_id]
+                held[queue_of(job.spec, quotas)].append(job.gpus)
         while True:
             for queue in usage.by_share(quotas):
                 pending = usage.pending[queue]
@@ -352,7 +356,7 @@ class Sia(QueuePolicy):
                     continue
                 head = pending[0]
                 need = head.spec.num_gpus
-                if not self._within_quota(view, quotas, dedicated, queue, need):
+                if not self._within_quota(quotas, dedicated, held, queue, need):
                     continue
                 launch = None
                 if need <= idle:
@@ -371,6 +375,7 @@ class Sia(QueuePolicy):
                 if launch is None:
                     continue
                 dedicated[queue] += need
+                held[queue].append(need)
                 idle -= need
                 self._dedicated.add(head.job_id)
                 yield launch
@@ -403,14 +408,12 @@ class Sia(QueuePolicy):
                         dedicated: dict[str, int], idle: int) -> Iterator[Decision]:
         """Figure 8: bulk reservations per window, then short jobs out of order."""
         new_load = self._total_new_load(view, quotas)
+        pending = {q: sum(j.spec.num_gpus for j in usage.pending[q]) for q in quotas}
         for minutes in self._windows:
             window = minutes * 60.0
             while idle > 0:
-                amounts = {
-                    q: min(sum(j.spec.num_gpus for j in usage.pending[q]) + new_load[(q, minutes)],
-                           max(0, quotas[q] - dedicated[q]))
-                    for q in quotas
-                }
+                amounts = {q: min(pending[q] + new_load[(q, minutes)],
+                                  max(0, quotas[q] - dedicated[q])) for q in quotas}
                 if self.preemption:
                     recoverable = sum(j.gpus for j in view.running.values()
                                       if self._evictable(view, j.job_id))
@@ -425,11 +428,13 @@ class Sia(QueuePolicy):
                     started = self._lend(view, quotas, usage, usable, window)
                 if started is None:
                     break
-                idle -= started[1]
-                yield started[0]
+                launch, queue, width = started
+                pending[queue] -= width
+                idle -= width
+                yield launch
 
     def _lend(self, view: ClusterView, quotas: dict[str, int], usage: QueueUsage,
-              usable: float, window: float) -> tuple[Decision, int] | None:
+              usable: float, window: float) -> tuple[Decision, str, int] | None:
         """The first pending job, queues by share, that fits `usable` and the window."""
         for queue in usage.by_share(quotas):
             for job in usage.pending[queue]:
@@ -439,12 +444,12 @@ class Sia(QueuePolicy):
                     continue
                 started = self._start(view, quotas, usage, queue, job, OPPORTUNISTIC)
                 if started is not None:
-                    return started, job.spec.num_gpus
+                    return started, queue, job.spec.num_gpus
         return None
 
     def _lend_in_cells(self, view: ClusterView, quotas: dict[str, int], usage: QueueUsage,
                        amounts: dict[str, float], usable: float, window: float
-                       ) -> tuple[Decision, int] | None:
+                       ) -> tuple[Decision, str, int] | None:
         """`_lend` with the reservations held as cells: none lent if they do not fit."""
         cells = self._cells
         assert cells is not None
@@ -461,7 +466,7 @@ class Sia(QueuePolicy):
                         continue
                     started = self._start(view, quotas, usage, queue, job, OPPORTUNISTIC)
                     if started is not None:
-                        return started, width
+                        return started, queue, width
                     failed = width
             return None
         finally:
