@@ -169,6 +169,6 @@ def test_preemptible_share_marks_a_seeded_share_and_changes_nothing_else() -> No
     half = sia_reproduction.preemptible_share(workload, 0.5, seed=0)
     marked = sum(job.preemptible for job in half.jobs)
     assert not any(job.preemptible for job in workload.jobs)
-    assert abs(marked / len(half.jobs) - 0.5) < 0.1
+    assert abs(marked / len(half.jobs) - 0.5) < 0.15  # 3 sd of 100 coin flips
     assert half == sia_reproduction.preemptible_share(workload, 0.5, seed=0)
     assert [j.job_id for j in half.jobs] == [j.job_id for j in workload.jobs]
