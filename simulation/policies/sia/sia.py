@@ -38,7 +38,21 @@ Choices: TotalNewLoad (WillJobsArrive and NewLoadEstimate) is evaluated at most 
 5-minute slot, as the paper predicts every 5 minutes per pool; a running job's expected
 end for the future-completion features is its estimated duration minus the time it has
 run; jobs are non-preemptive and placed on any free GPUs, their own queue's servers first.
-Locality cells (§5.5) are not implemented.
+
+§5.5 extensions, both off by default (then every decision is the one above):
+- `locality=cells`: every job runs on one server in a buddy cell of its width
+  (`locality.CellPlacer`, `cells.BuddyCells`); a dedicated head must fit its queue's quota
+  cells and a free cell; each window's reservations are held as cells, and when one does
+  not fit no job is lent GPUs in that window; a lent job never starts in a buddy cell of a
+  dedicated or reserved one.
+- `preemption=true` (partial preemption; the paper gives no formula, ours): let P be the
+  GPUs of running lent jobs whose spec is preemptible and c = `preemption_cost` seconds.
+  Within window w such a GPU is recoverable at a price c out of w, so the reservation R of
+  Figure 8 shrinks to max(0, R - P * max(0, 1 - c / w)), every queue's share in proportion
+  (`discounted_reservations`). And a dedicated head within quota that would otherwise wait
+  preempts lent preemptible jobs to make room: the latest started first until enough GPUs
+  are idle, or with cells those of the cell freed by evicting the fewest GPUs. Dedicated
+  jobs are never preempted. The engine's `restart_overhead` is what a restart really costs.
 """
 
 from __future__ import annotations
@@ -48,9 +62,11 @@ from collections.abc import Iterator, Mapping
 
 import numpy as np
 
-from simulation.decisions import Decision
+from simulation.decisions import Decision, Preempt
 from simulation.errors import InputError
+from simulation.model import ClusterSpec, Workload
 from simulation.policies.base import Param, register
+from simulation.policies.sia.cells import DEDICATED, OPPORTUNISTIC
 from simulation.policies.sia.common import (
     QueuePolicy,
     QueueUsage,
@@ -59,6 +75,7 @@ from simulation.policies.sia.common import (
     queue_of,
     queue_quotas,
 )
+from simulation.policies.sia.locality import LOCALITY, CellPlacer, check_cells
 from simulation.predictors.arrivals import (
     SAMPLE_STEP,
     PoolHistory,
@@ -71,6 +88,7 @@ from simulation.predictors.durations import (
     bin_limit_seconds,
     duration_bin,
 )
+from simulation.state import JobStatus
 from simulation.view import ClusterView, JobView
 
 PREDICTORS = ("learned", "perfect", "random")
@@ -122,6 +140,15 @@ class Sia(QueuePolicy):
               "JobDuration without a known tag: this quantile of the pool's durations"),
         Param("history_days", float, 0.0,
               "the trace's first days are history: no lending, then train on them"),
+        Param("locality", str, "none",
+              "cells: each job on one server in a buddy cell of its width (§5.5)",
+              choices=LOCALITY),
+        Param("preemption", bool, False,
+              "partial preemption (§5.5): lend against preemptible borrowers, evict them "
+              "for dedicated jobs"),
+        Param("preemption_cost", float, 63.0,
+              "seconds a preemption is assumed to cost (shrinks what preemption recovers)",
+              bounds=(0.0, 1e6)),
     )
     windows: str
     arrivals: str
@@ -131,6 +158,9 @@ class Sia(QueuePolicy):
     retrain_hours: float
     history_days: float
     duration_quantile: float
+    locality: str
+    preemption: bool
+    preemption_cost: float
 
     def __init__(self, **values: object) -> None:
         super().__init__(**values)
@@ -148,6 +178,12 @@ class Sia(QueuePolicy):
         self._prediction_slot: float | None = None
         self._slot_load: dict[tuple[str, float], float] = {}
         self._random_bins: dict[str, int] = {}
+        self._cells: CellPlacer | None = None
+
+    def check_inputs(self, cluster: ClusterSpec, workload: Workload) -> None:
+        super().check_inputs(cluster, workload)
+        if self.locality == "cells":
+            check_cells(self.name, cluster, workload, queue_quotas(cluster))
 
     @staticmethod
     def _parse_windows(setting: str) -> list[float]:
@@ -172,9 +208,10 @@ class Sia(QueuePolicy):
                 self._observed[job.job_id] = _Observed(
                     queue_of(spec, quotas), spec.submit_time, spec.num_gpus)
         for job_id in self._running - view.running.keys():
-            record = self._observed[job_id]
-            record.end = now
             job = view.job(job_id)
+            if job.status is not JobStatus.DONE:
+                continue  # preempted: back in the queue, not finished
+            self._observed[job_id].end = now
             self._durations.observe(job.spec, job.executed_seconds)
         self._running = set(view.running)
         self._dedicated &= self._running
@@ -261,6 +298,10 @@ class Sia(QueuePolicy):
     def schedule(self, view: ClusterView) -> Iterator[Decision]:
         quotas = queue_quotas(view.spec)
         self._observe(view, quotas)
+        if self.locality == "cells":
+            if self._cells is None:
+                self._cells = CellPlacer(view.spec, quotas, view.pool_servers)
+            self._cells.sync(view)
         if not view.queue:
             return
         usage = QueueUsage.of(view, quotas)
@@ -278,17 +319,36 @@ class Sia(QueuePolicy):
         self._running = set(view.running)
 
     def _start(self, view: ClusterView, quotas: dict[str, int], usage: QueueUsage,
-               queue: str, job: JobView) -> Decision | None:
-        launch = place_shared(view, job, quotas)
+               queue: str, job: JobView, kind: str) -> Decision | None:
+        if self._cells is not None:
+            launch = self._cells.place(job, queue, kind)
+        else:
+            launch = place_shared(view, job, quotas)
         if launch is not None:
             usage.pending[queue].remove(job)
             usage.allocation[queue] += job.spec.num_gpus
         return launch
 
+    def _within_quota(self, quotas: dict[str, int], dedicated: dict[str, int],
+                      held: dict[str, list[int]], queue: str, need: int) -> bool:
+        """The head fits the queue's unused quota (GPUs, or with cells its quota cells,
+        `held` being the widths of its dedicated jobs)."""
+        if dedicated[queue] == 0:
+            return True  # a head wider than the quota starts on an empty queue (fcfs-pools)
+        if self._cells is None:
+            return dedicated[queue] + need <= quotas[queue]
+        return self._cells.within_quota(queue, held[queue], need)
+
     def _allocate_dedicated(self, view: ClusterView, quotas: dict[str, int],
                             usage: QueueUsage, dedicated: dict[str, int], idle: int
                             ) -> Iterator[Decision]:
-        """Figure 7: FCFS heads within each queue's quota, least-served queue first."""
+        """Figure 7: FCFS heads within each queue's quota, least-served queue first; with
+        `preemption`, a head that would wait evicts lent preemptible jobs."""
+        held: dict[str, list[int]] = {q: [] for q in quotas}
+        if self._cells is not None:
+            for job_id in self._dedicated:
+                job = view.running[job_id]
+                held[queue_of(job.spec, quotas)].append(job.gpus)
         while True:
             for queue in usage.by_share(quotas):
                 pending = usage.pending[queue]
@@ -296,13 +356,26 @@ class Sia(QueuePolicy):
                     continue
                 head = pending[0]
                 need = head.spec.num_gpus
-                within = dedicated[queue] + need <= quotas[queue] or dedicated[queue] == 0
-                if need > idle or not within:
+                if not self._within_quota(quotas, dedicated, held, queue, need):
                     continue
-                launch = self._start(view, quotas, usage, queue, head)
+                launch = None
+                if need <= idle:
+                    launch = self._start(view, quotas, usage, queue, head, DEDICATED)
+                if launch is None and self.preemption:
+                    victims = self._victims(view, quotas, queue, head, idle)
+                    for job_id in victims or ():
+                        victim = view.running[job_id]
+                        usage.allocation[queue_of(victim.spec, quotas)] -= victim.gpus
+                        idle += victim.gpus
+                        if self._cells is not None:
+                            self._cells.cells.release(job_id)
+                        yield Preempt(job_id)
+                    if victims:
+                        launch = self._start(view, quotas, usage, queue, head, DEDICATED)
                 if launch is None:
                     continue
                 dedicated[queue] += need
+                held[queue].append(need)
                 idle -= need
                 self._dedicated.add(head.job_id)
                 yield launch
@@ -310,34 +383,107 @@ class Sia(QueuePolicy):
             else:
                 return
 
+    def _evictable(self, view: ClusterView, job_id: str) -> bool:
+        return job_id not in self._dedicated and view.running[job_id].spec.preemptible
+
+    def _victims(self, view: ClusterView, quotas: dict[str, int], queue: str, head: JobView,
+                 idle: int) -> list[str] | None:
+        """Lent preemptible jobs whose GPUs let `head` start: with cells, those in the cell
+        freed by evicting the fewest GPUs; else the least-run first until enough are idle."""
+        if self._cells is not None:
+            return self._cells.make_room(head, queue, lambda holder: (
+                holder.kind == OPPORTUNISTIC and self._evictable(view, holder.owner)))
+        deficit = head.spec.num_gpus - idle
+        candidates = sorted((j for j in view.running.values() if self._evictable(view, j.job_id)),
+                            key=lambda j: (j.executed_seconds, j.job_id))
+        victims: list[str] = []
+        for job in candidates:
+            if deficit <= 0:
+                break
+            victims.append(job.job_id)
+            deficit -= job.gpus
+        return victims if deficit <= 0 else None
+
     def _allocate_spare(self, view: ClusterView, quotas: dict[str, int], usage: QueueUsage,
                         dedicated: dict[str, int], idle: int) -> Iterator[Decision]:
         """Figure 8: bulk reservations per window, then short jobs out of order."""
         new_load = self._total_new_load(view, quotas)
+        pending = {q: sum(j.spec.num_gpus for j in usage.pending[q]) for q in quotas}
         for minutes in self._windows:
             window = minutes * 60.0
             while idle > 0:
-                reserved = sum(
-                    min(sum(j.spec.num_gpus for j in usage.pending[q]) + new_load[(q, minutes)],
-                        max(0, quotas[q] - dedicated[q]))
-                    for q in quotas
-                )
-                usable = idle - reserved
+                amounts = {q: min(pending[q] + new_load[(q, minutes)],
+                                  max(0, quotas[q] - dedicated[q])) for q in quotas}
+                if self.preemption:
+                    recoverable = sum(j.gpus for j in view.running.values()
+                                      if self._evictable(view, j.job_id))
+                    amounts = discounted_reservations(amounts, recoverable,
+                                                      self.preemption_cost, window)
+                usable = idle - sum(amounts.values())
                 if usable <= 0:
                     break
-                started = None
-                for queue in usage.by_share(quotas):
-                    for job in usage.pending[queue]:
-                        if job.spec.num_gpus > usable:
-                            continue
-                        if bin_limit_seconds(self._duration_bin(job)) > window:
-                            continue
-                        started = self._start(view, quotas, usage, queue, job)
-                        if started is not None:
-                            idle -= job.spec.num_gpus
-                            break
-                    if started is not None:
-                        break
+                if self._cells is not None:
+                    started = self._lend_in_cells(view, quotas, usage, amounts, usable, window)
+                else:
+                    started = self._lend(view, quotas, usage, usable, window)
                 if started is None:
                     break
-                yield started
+                launch, queue, width = started
+                pending[queue] -= width
+                idle -= width
+                yield launch
+
+    def _lend(self, view: ClusterView, quotas: dict[str, int], usage: QueueUsage,
+              usable: float, window: float) -> tuple[Decision, str, int] | None:
+        """The first pending job, queues by share, that fits `usable` and the window."""
+        for queue in usage.by_share(quotas):
+            for job in usage.pending[queue]:
+                if job.spec.num_gpus > usable:
+                    continue
+                if bin_limit_seconds(self._duration_bin(job)) > window:
+                    continue
+                started = self._start(view, quotas, usage, queue, job, OPPORTUNISTIC)
+                if started is not None:
+                    return started, queue, job.spec.num_gpus
+        return None
+
+    def _lend_in_cells(self, view: ClusterView, quotas: dict[str, int], usage: QueueUsage,
+                       amounts: dict[str, float], usable: float, window: float
+                       ) -> tuple[Decision, str, int] | None:
+        """`_lend` with the reservations held as cells: none lent if they do not fit."""
+        cells = self._cells
+        assert cells is not None
+        try:
+            if not cells.reserve(amounts):
+                return None
+            failed = math.inf  # a width no free cell holds: no wider one fits either
+            for queue in usage.by_share(quotas):
+                for job in usage.pending[queue]:
+                    width = job.spec.num_gpus
+                    if width > usable or width >= failed:
+                        continue
+                    if bin_limit_seconds(self._duration_bin(job)) > window:
+                        continue
+                    started = self._start(view, quotas, usage, queue, job, OPPORTUNISTIC)
+                    if started is not None:
+                        return started, queue, width
+                    failed = width
+            return None
+        finally:
+            cells.clear_reservations()
+
+
+def discounted_reservations(amounts: Mapping[str, float], recoverable: float, cost: float,
+                            window: float) -> dict[str, float]:
+    """Figure 8's per-queue reservations shrunk by what preemption can recover (§5.5).
+
+    `recoverable` GPUs (lent to preemptible jobs) are each worth 1 - cost / window of an idle
+    GPU over the window, so the total R shrinks to max(0, R - recoverable * that), every
+    queue's share in proportion.
+    """
+    total = sum(amounts.values())
+    relief = recoverable * max(0.0, 1.0 - cost / window)
+    if total <= 0 or relief <= 0:
+        return dict(amounts)
+    scale = max(0.0, 1.0 - relief / total)
+    return {queue: amount * scale for queue, amount in amounts.items()}
