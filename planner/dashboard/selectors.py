@@ -18,6 +18,7 @@ from planner.reproductions.models import Reproduction
 from planner.scenarios import selectors as scenario_selectors
 from planner.scenarios.models import Run, RunStatus, Scenario, Sweep
 from planner.scenarios.services import SWEEP_METRICS
+from simulation.metrics import time_unit
 
 IN_USE = (ServerStatus.BUSY, ServerStatus.ON_LOAN, ServerStatus.RECLAIMING)
 
@@ -252,24 +253,41 @@ def sweep_points(*, sweep: Sweep, metric: str) -> list[dict[str, Any]]:
 
 # --- Live jobs and decisions -----------------------------------------------------------------
 
-LIVE_ROWS = 100
+LIVE_JOB_ROWS = 25
+LIVE_DECISION_ROWS = 30
 
 
-def cluster_live_jobs(*, cluster: Cluster, limit: int = LIVE_ROWS) -> list[dict[str, Any]]:
-    """Queued and running jobs with their allocation and placement (server: GPUs)."""
+def cluster_live_jobs(*, cluster: Cluster, limit: int = LIVE_JOB_ROWS) -> dict[str, Any]:
+    """Running jobs, then queued ones (each in submit order, `limit` of each), with their
+    allocation, placement (server: GPUs) and remaining time, and how many there are."""
+    jobs = live_selectors.job_list(cluster=cluster)
     rows = []
-    for job in live_selectors.job_list(cluster=cluster, active=True)[:limit]:
-        placement = [f"{p.server.name}: {p.gpus}{' (flexible)' if p.flexible else ''}"
-                     for p in job.placements.all()]
-        rows.append({"job": job, "gpus": sum(p.gpus for p in job.placements.all()),
-                     "placement": placement})
-    return rows
+    for status in (JobStatus.RUNNING, JobStatus.QUEUED):
+        for job in jobs.filter(status=status)[:limit]:
+            placement = [f"{p.server.name}: {p.gpus}{' (flexible)' if p.flexible else ''}"
+                         for p in job.placements.all()]
+            unit, scale = time_unit(job.remaining_seconds)
+            rows.append({"job": job, "gpus": sum(p.gpus for p in job.placements.all()),
+                         "placement": placement,
+                         "remaining": f"{job.remaining_seconds / scale:,.1f} {unit}"})
+    counts = dict(jobs.filter(status__in=[JobStatus.RUNNING, JobStatus.QUEUED])
+                  .values_list("status").annotate(n=Count("id")))
+    return {"rows": rows, "running": counts.get(JobStatus.RUNNING, 0),
+            "queued": counts.get(JobStatus.QUEUED, 0), "limit": limit}
 
 
-def cluster_decisions(*, cluster: Cluster, limit: int = LIVE_ROWS) -> list[dict[str, Any]]:
+def cluster_decisions(*, cluster: Cluster, limit: int = LIVE_DECISION_ROWS
+                      ) -> list[dict[str, Any]]:
     """The newest decisions, each with a one-line account of what it did."""
     return [{"decision": d, "summary": decision_summary(kind=d.kind, response=d.response)}
             for d in live_selectors.decision_list(cluster=cluster)[:limit]]
+
+
+def _names(items: Sequence[Any], *, shown: int = 6) -> str:
+    """`a, b, c and 14 more`: a decision that moved many jobs stays one readable line."""
+    names = [str(item) for item in items]
+    more = len(names) - shown
+    return ", ".join(names[:shown]) + (f" and {more} more" if more > 0 else "")
 
 
 def decision_summary(*, kind: str, response: dict[str, Any]) -> str:
@@ -277,18 +295,19 @@ def decision_summary(*, kind: str, response: dict[str, Any]) -> str:
     parts = []
     servers = response.get("servers") or []
     if kind == "loan":
-        parts.append(f"lent {len(servers)} server(s): {', '.join(servers)}")
+        parts.append(f"lent {len(servers)} server(s): {_names(servers)}")
     if kind == "reclaim":
-        parts.append(f"reclaimed {len(servers)} server(s): {', '.join(servers)}")
+        parts.append(f"reclaimed {len(servers)} server(s): {_names(servers)}")
     for key, verb in (("preempted_jobs", "preempted"), ("preempt", "preempted")):
         if response.get(key):
-            parts.append(f"{verb} {', '.join(map(str, response[key]))}")
+            parts.append(f"{verb} {len(response[key])}: {_names(response[key])}")
     for key, verb in (("launch", "launched"), ("scale_out", "scaled out"),
                       ("scale_in", "scaled in"), ("scaled_in", "scaled in"),
                       ("migrate", "migrated")):
         entries = response.get(key) or []
         if entries:
-            parts.append(f"{verb} {', '.join(str(e.get('job', e)) for e in entries)}")
+            parts.append(f"{verb} {len(entries)}: "
+                         f"{_names([e.get('job', e) for e in entries])}")
     if response.get("collateral_gpus"):
         parts.append(f"{response['collateral_gpus']} collateral GPU(s)")
     return "; ".join(parts) or "no change"

@@ -110,12 +110,34 @@ def test_overview_lists_live_jobs_with_placement_and_the_decision_log(viewer, cl
 
     response = viewer.get(reverse("dashboard:cluster-live", args=[cluster.pk]))
     html = response.content.decode()
-    (row,) = response.context["jobs"]
+    jobs = response.context["jobs"]
+    (row,) = jobs["rows"]
+    assert (jobs["running"], jobs["queued"]) == (1, 0)
     assert row["job"].name == "job-a" and row["gpus"] == 8
     assert row["placement"] == [f"{servers[0].name}: 4", f"{servers[1].name}: 4 (flexible)"]
+    assert row["remaining"] == "5.0 min"
     assert "job-done" not in html
-    assert ("reclaimed 2 server(s): inf-1, inf-2; preempted job-b; scaled in job-a"
+    assert ("reclaimed 2 server(s): inf-1, inf-2; preempted 1: job-b; scaled in 1: job-a"
             in response.context["decisions"][0]["summary"])
+
+
+@pytest.mark.django_db
+def test_the_operator_page_shows_running_jobs_first_and_names_a_few_per_decision(viewer,
+                                                                                  cluster):
+    from planner.dashboard.selectors import cluster_live_jobs, decision_summary
+    from planner.live.models import Job
+
+    for i, status in enumerate(["queued", "running", "queued", "running"]):
+        Job.objects.create(cluster=cluster, name=f"j{i}", status=status, num_gpus=1,
+                           duration_seconds=7200, remaining_seconds=5400)
+    jobs = cluster_live_jobs(cluster=cluster, limit=1)
+    # One of each status, running first; 5,400 s reads as 1.5 h.
+    assert [(r["job"].name, r["remaining"]) for r in jobs["rows"]] == [("j1", "1.5 h"),
+                                                                        ("j0", "1.5 h")]
+    assert (jobs["running"], jobs["queued"]) == (2, 2)
+    launched = {"launch": [{"job": f"j{i}"} for i in range(9)]}
+    assert decision_summary(kind="schedule", response=launched) == (
+        "launched 9: j0, j1, j2, j3, j4, j5 and 3 more")
 
 
 def test_overview_without_jobs_or_decisions_says_so(viewer, cluster):
