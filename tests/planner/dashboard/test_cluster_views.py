@@ -129,11 +129,11 @@ def test_the_operator_page_shows_running_jobs_first_and_names_a_few_per_decision
 
     for i, status in enumerate(["queued", "running", "queued", "running"]):
         Job.objects.create(cluster=cluster, name=f"j{i}", status=status, num_gpus=1,
-                           duration_seconds=7200, remaining_seconds=5400)
+                           duration_seconds=36000, remaining_seconds=9000)
     jobs = cluster_live_jobs(cluster=cluster, limit=1)
-    # One of each status, running first; 5,400 s reads as 1.5 h.
-    assert [(r["job"].name, r["remaining"]) for r in jobs["rows"]] == [("j1", "1.5 h"),
-                                                                        ("j0", "1.5 h")]
+    # One of each status, running first; 9,000 s (two hours or more) reads as 2.5 h.
+    assert [(r["job"].name, r["remaining"]) for r in jobs["rows"]] == [("j1", "2.5 h"),
+                                                                        ("j0", "2.5 h")]
     assert (jobs["running"], jobs["queued"]) == (2, 2)
     launched = {"launch": [{"job": f"j{i}"} for i in range(9)]}
     assert decision_summary(kind="schedule", response=launched) == (
