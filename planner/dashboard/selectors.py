@@ -271,7 +271,7 @@ def cluster_live_jobs(*, cluster: Cluster, limit: int = LIVE_JOB_ROWS) -> dict[s
                          "placement": placement,
                          "remaining": f"{job.remaining_seconds / scale:,.1f} {unit}"})
     counts = dict(jobs.filter(status__in=[JobStatus.RUNNING, JobStatus.QUEUED])
-                  .values_list("status").annotate(n=Count("id")))
+                  .order_by().values_list("status").annotate(n=Count("id")))
     return {"rows": rows, "running": counts.get(JobStatus.RUNNING, 0),
             "queued": counts.get(JobStatus.QUEUED, 0), "limit": limit}
 
