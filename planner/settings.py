@@ -240,6 +240,12 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "PoolKindEnum": "planner.clusters.models.PoolKind",
         "DecisionKindEnum": "planner.live.models.DecisionKind",
+        "ServerStatusEnum": "planner.clusters.models.ServerStatus",
+        "JobStatusEnum": "planner.live.models.JobStatus",
+        "RunStatusEnum": "planner.scenarios.models.RunStatus",
+        "SweepStatusEnum": "planner.scenarios.models.SweepStatus",
+        "PolicyEnum": "planner.core.schema.POLICY_NAMES",
+        "ReclaimStrategyEnum": "planner.core.schema.RECLAIM_STRATEGY_NAMES",
     },
 }
 

@@ -21,6 +21,14 @@ from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.plumbing import ResolvedComponent
 from rest_framework.permissions import AllowAny
 
+from simulation.policies import registry
+from simulation.reclaim import reclaim_strategies
+
+# The values the simulator accepts, for enums in the schema (SPECTACULAR_SETTINGS names them
+# PolicyEnum and ReclaimStrategyEnum): a newly registered policy shows up by itself.
+POLICY_NAMES = list(registry())
+RECLAIM_STRATEGY_NAMES = list(reclaim_strategies())
+
 ERROR_SCHEMA = {
     "type": "object",
     "description": "What was wrong: a field (a JSON path into the request, or `request` for "

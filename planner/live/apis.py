@@ -226,6 +226,9 @@ _STATELESS = {
 
 def _stateful_api(kind: str) -> type[WriteApi]:
     request_serializer, answer = _STATEFUL[kind]
+    # One instance per view, not per request: a serializer's fields form reference cycles,
+    # which would leave work to the cyclic collector after every decision (planner.middleware).
+    shape = request_serializer.shape()
 
     class StatefulDecisionApi(WriteApi):
         @extend_schema(operation_id=f"cluster_decide_{kind}", request=request_serializer,
@@ -237,6 +240,7 @@ def _stateful_api(kind: str) -> type[WriteApi]:
             def action() -> tuple[int, Any]:
                 if not isinstance(request.data, dict):
                     raise ValidationError({"request": ["expected a JSON object"]})
+                shape.refuse_unknown(request.data)
                 try:
                     decision = services.decision_stateful(
                         cluster_id=cluster_id, kind=kind, body=dict(request.data),
@@ -254,6 +258,7 @@ def _stateful_api(kind: str) -> type[WriteApi]:
 
 def _stateless_api(kind: str) -> type[WriteApi]:
     answer = _STATEFUL[kind][1]
+    shape = _STATELESS[kind].shape()  # one per view, as in _stateful_api
 
     class StatelessDecisionApi(WriteApi):
         @extend_schema(operation_id=f"decide_{kind}", request=_STATELESS[kind],
@@ -262,6 +267,7 @@ def _stateless_api(kind: str) -> type[WriteApi]:
                                    "nothing but the decision log.")
         @with_collector_paused
         def post(self, request: Request) -> Response:
+            shape.refuse_unknown(request.data)
             try:
                 decision = services.decision_stateless(kind=kind, request=request.data,
                                                        actor=request.user)
@@ -296,11 +302,24 @@ class DecisionDetailApi(ReadApi):
 
 
 class DecisionReplayApi(ReadApi):
-    """Recompute a logged decision from its stored request; nothing is applied."""
+    """Recompute a logged decision from its stored request; nothing is applied.
 
-    @extend_schema(responses=s.ReplaySerializer)
-    @with_collector_paused
+    POST is the documented method (the README always said so); GET, which clients used
+    before POST worked, answers the same and is marked deprecated.
+    """
+
+    @extend_schema(summary="Replay a logged decision", request=None,
+                   responses=s.ReplaySerializer)
+    def post(self, request: Request, decision_id: int) -> Response:
+        return self._replay(decision_id)
+
+    @extend_schema(summary="Replay a logged decision (deprecated: use POST)",
+                   responses=s.ReplaySerializer, deprecated=True)
     def get(self, request: Request, decision_id: int) -> Response:
+        return self._replay(decision_id)
+
+    @with_collector_paused
+    def _replay(self, decision_id: int) -> Response:
         replay = services.decision_replay(decision=_get(Decision, decision_id))
         return Response({"decision": decision_id, "same": replay.same,
                          "response": replay.response})
