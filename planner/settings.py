@@ -231,7 +231,22 @@ REST_FRAMEWORK = {
 
 SPECTACULAR_SETTINGS = {
     "TITLE": "GPU cluster planner API",
-    "DESCRIPTION": "Clusters, workloads, what-if runs and live scheduling decisions.",
+    "DESCRIPTION": (
+        "Clusters, workloads, what-if scenarios, runs and sweeps, and live scheduling "
+        "decisions.\n\n"
+        "**Authentication.** REST clients send `Authorization: Token <token>`. Get the token "
+        "with `POST /api/v1/auth/token` and `{\"username\": ..., \"password\": ...}` "
+        "(answer: `{\"token\": ...}`; failed attempts count against the sign-in limit), "
+        "from an admin (Auth Token → Tokens), or with `python manage.py drf_create_token "
+        "USER`. The browser uses its signed-in session. Reads need a role (viewer, planner "
+        "or operator); what-if writes the planner role; live writes the operator role.\n\n"
+        "**Errors** are JSON naming the field by its JSON path into the request, e.g. "
+        "`{\"policies[0].params.time_slice\": [\"...\"]}`; a field the endpoint does not "
+        "know is refused as `{\"<field>\": [\"unknown field\"]}`."
+    ),
+    # Enums as components (drf-spectacular's default hook), then the tags' descriptions.
+    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums",
+                             "planner.core.schema.tags_describe"],
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "SWAGGER_UI_DIST": "SIDECAR",
@@ -244,8 +259,8 @@ SPECTACULAR_SETTINGS = {
         "JobStatusEnum": "planner.live.models.JobStatus",
         "RunStatusEnum": "planner.scenarios.models.RunStatus",
         "SweepStatusEnum": "planner.scenarios.models.SweepStatus",
-        "PolicyEnum": "planner.core.schema.POLICY_NAMES",
-        "ReclaimStrategyEnum": "planner.core.schema.RECLAIM_STRATEGY_NAMES",
+        "PolicyEnum": "planner.core.schema.POLICY_CHOICES",
+        "ReclaimStrategyEnum": "planner.core.schema.RECLAIM_STRATEGY_CHOICES",
     },
 }
 

@@ -1,7 +1,7 @@
 """Request and answer shapes of the live API, for validation of job writes and for an
 OpenAPI schema that describes each decision exactly. Decision bodies are validated by
 `simulation.decide` itself (one validator, JSON-path field names); the serializers here
-document them and refuse keys they do not declare (`StrictSerializer.refuse_unknown`)."""
+document them and refuse keys they do not declare (`StrictSerializer.check_shape`)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from planner.clusters.models import Cluster, Pool, PoolKind, Server
-from planner.core.schema import POLICY_NAMES, RECLAIM_STRATEGY_NAMES
+from planner.core.schema import POLICY_CHOICES, RECLAIM_STRATEGY_CHOICES
 from planner.core.serializers import StrictSerializer
 from planner.live.models import Decision, Job, JobStatus
 from simulation.limits import (
@@ -190,13 +190,14 @@ class LoanRequestSerializer(StrictSerializer):
                                     help_text="inference servers offered, by id")
     count = serializers.IntegerField(min_value=1, required=False,
                                      help_text="or: this many idle inference servers")
-    pool = serializers.CharField(required=False)
+    pool = serializers.CharField(required=False, allow_null=True,
+                                 help_text="with count: only this pool's servers")
 
 
 class ReclaimRequestSerializer(StrictSerializer):
     unknown_field_hints = STATEFUL_HINTS
     count = serializers.IntegerField(min_value=1)
-    strategy = serializers.ChoiceField(choices=RECLAIM_STRATEGY_NAMES, default="aryl",
+    strategy = serializers.ChoiceField(choices=RECLAIM_STRATEGY_CHOICES, default="aryl",
                                        help_text="which on-loan servers to give back")
     seed = serializers.IntegerField(min_value=0, max_value=MAX_SEED, default=0)
     grace_period_seconds = serializers.FloatField(min_value=0, default=30.0)
@@ -204,7 +205,7 @@ class ReclaimRequestSerializer(StrictSerializer):
 
 class ScheduleRequestSerializer(StrictSerializer):
     unknown_field_hints = STATEFUL_HINTS
-    policy = serializers.ChoiceField(choices=POLICY_NAMES, help_text="a registered policy")
+    policy = serializers.ChoiceField(choices=POLICY_CHOICES, help_text="a registered policy")
     params = serializers.DictField(required=False, help_text="the policy's parameters")
     seed = serializers.IntegerField(min_value=0, max_value=MAX_SEED, default=0)
     grace_period_seconds = serializers.FloatField(min_value=0, default=30.0)
@@ -223,7 +224,8 @@ class StatelessReclaimRequestSerializer(ReclaimRequestSerializer):
 class StatelessScheduleRequestSerializer(ScheduleRequestSerializer):
     unknown_field_hints: dict[str, str] = {}
     state = SnapshotSerializer()
-    queue = SnapshotJobSerializer(many=True, required=False, help_text="waiting jobs")
+    queue = SnapshotJobSerializer(many=True, required=False, allow_null=True,
+                                  help_text="waiting jobs (null: none)")
 
 
 # --- decision answers ------------------------------------------------------------------------

@@ -4,7 +4,7 @@ export): what a planner scripts a study with."""
 from __future__ import annotations
 
 from django.http import HttpResponse
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import generics, serializers, status
 from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.parsers import MultiPartParser
@@ -110,7 +110,7 @@ class RunListApi(WhatIfRead, generics.ListAPIView):
         sweep = serializers.IntegerField(required=False, min_value=1, max_value=MAX_INT)
         status = serializers.ChoiceField(choices=RunStatus.choices, required=False)
 
-    @extend_schema(parameters=[FilterSerializer])
+    @extend_schema(summary="List runs with their progress", parameters=[FilterSerializer])
     def get(self, request: Request, *args, **kwargs) -> Response:
         return super().get(request, *args, **kwargs)
 
@@ -125,7 +125,8 @@ class RunListApi(WhatIfRead, generics.ListAPIView):
 
 
 class RunDetailApi(WhatIfRead, APIView):
-    @extend_schema(responses=RunOutputSerializer)
+    @extend_schema(summary="One run: status, progress, timings, summary",
+                   responses=RunOutputSerializer)
     def get(self, request: Request, run_id: int) -> Response:
         try:
             run = selectors.run_get(run_id=run_id)
@@ -135,7 +136,8 @@ class RunDetailApi(WhatIfRead, APIView):
 
 
 class RunCancelApi(WhatIfWrite, APIView):
-    @extend_schema(request=None, responses=RunOutputSerializer)
+    @extend_schema(summary="Cancel a queued or running run", request=None,
+                   responses=RunOutputSerializer)
     def post(self, request: Request, run_id: int) -> Response:
         _get(Run, run_id)
         try:
@@ -146,7 +148,8 @@ class RunCancelApi(WhatIfWrite, APIView):
 
 
 class RunRerunApi(WhatIfWrite, APIView):
-    @extend_schema(request=None, responses={201: RunOutputSerializer})
+    @extend_schema(summary="Run again from the same inputs", request=None,
+                   responses={201: RunOutputSerializer})
     def post(self, request: Request, run_id: int) -> Response:
         _get(Run, run_id)
         try:
@@ -164,7 +167,7 @@ def _run_with_result(run_id: int) -> Run:
 
 
 class RunExportJsonApi(WhatIfRead, APIView):
-    @extend_schema(responses={200: dict})
+    @extend_schema(summary="A run's whole result as JSON", responses={200: dict})
     def get(self, request: Request, run_id: int) -> Response:
         run = _run_with_result(run_id)
         response = Response(selectors.run_export_json(run=run))
@@ -178,7 +181,8 @@ class RunExportCsvApi(WhatIfRead, APIView):
     class QuerySerializer(serializers.Serializer):
         table = serializers.ChoiceField(choices=selectors.EXPORT_TABLES, default="jobs")
 
-    @extend_schema(parameters=[QuerySerializer], responses={(200, "text/csv"): str})
+    @extend_schema(summary="One table of a run's result as CSV", parameters=[QuerySerializer],
+                   responses={(200, "text/csv"): str})
     def get(self, request: Request, run_id: int) -> HttpResponse:
         query = self.QuerySerializer(data=request.query_params.dict())
         query.is_valid(raise_exception=True)
@@ -190,6 +194,7 @@ class RunExportCsvApi(WhatIfRead, APIView):
         return response
 
 
+@extend_schema_view(get=extend_schema(summary="List workloads"))
 class WorkloadListApi(WhatIfWrite, generics.ListAPIView):
     """Workloads, newest first; POST adds one: a trace upload (multipart) or a generated
     workload (JSON), as the request's content type says."""
@@ -246,6 +251,7 @@ class WorkloadDetailApi(WhatIfRead, APIView):
         return Response(WorkloadOutputSerializer(_get(Workload, workload_id)).data)
 
 
+@extend_schema_view(get=extend_schema(summary="List scenarios with their runs"))
 class ScenarioListApi(WhatIfWrite, generics.ListAPIView):
     """Scenarios, newest first, each with its runs; POST creates one (and launches it with
     `"launch": true`)."""
@@ -310,7 +316,8 @@ class ScenarioLaunchApi(WhatIfWrite, APIView):
     policy's entry and the reason) and no run is created.
     """
 
-    @extend_schema(request=None, responses={201: RunOutputSerializer(many=True)})
+    @extend_schema(summary="Launch: a run per policy and seed", request=None,
+                   responses={201: RunOutputSerializer(many=True)})
     def post(self, request: Request, scenario_id: int) -> Response:
         scenario = _get(Scenario, scenario_id)
         try:
