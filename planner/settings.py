@@ -380,11 +380,14 @@ PLANNER_SIGNIN_MAX_FAILURES = env_int("PLANNER_SIGNIN_MAX_FAILURES", 5)
 PLANNER_SIGNIN_WINDOW_SECONDS = env_int("PLANNER_SIGNIN_WINDOW_SECONDS", 900)
 
 
-# --- Health checks ---------------------------------------------------------------------------
+# --- Health checks and metrics ---------------------------------------------------------------
 
 HEALTH_CONNECT_TIMEOUT = env_float("HEALTH_CONNECT_TIMEOUT", 2.0)
 # Each web process checks the services at most once per this many seconds.
 HEALTH_CACHE_SECONDS = env_float("HEALTH_CACHE_SECONDS", 5.0)
+# /metrics (Prometheus): with a token, only for `Authorization: Bearer <token>`; without one,
+# open outside production and refused in production.
+PLANNER_METRICS_TOKEN = env_str("PLANNER_METRICS_TOKEN", "")
 
 
 # --- Logging ---------------------------------------------------------------------------------
