@@ -261,7 +261,7 @@ class ScenarioListApi(WhatIfWrite, generics.ListAPIView):
     filter_backends: list[type] = []
 
     def get_queryset(self):
-        return selectors.scenario_list().prefetch_related("runs")
+        return selectors.scenario_list().prefetch_related("runs").order_by("-created_at", "-id")
 
     def get_permissions(self):
         return [CanPlan()] if self.request.method == "POST" else [CanRead()]
@@ -389,7 +389,8 @@ class SweepListApi(WhatIfRead, generics.ListAPIView):
     def get_queryset(self):
         filters = self.FilterSerializer(data=self.request.query_params.dict())
         filters.is_valid(raise_exception=True)
-        return selectors.sweep_list(scenario_id=filters.validated_data.get("scenario"))
+        return selectors.sweep_list(scenario_id=filters.validated_data.get("scenario")).order_by(
+            "-created_at", "-id")
 
 
 class SweepDetailApi(WhatIfRead, APIView):
