@@ -47,14 +47,17 @@ def test_live_gauges_count_servers_on_loan_and_queued_and_running_jobs():
         job_submit(cluster=cluster, name=name, num_gpus=8, duration_seconds=60.0)
     Job.objects.filter(name="a").update(status="running")
     Server.objects.filter(pool__cluster=cluster, name="training-1").update(status="offline")
+    Server.objects.filter(pool__cluster=cluster, name="inference-6").update(status="reclaiming")
 
     text = scrape()
 
+    # on loan: the 2 lent + the one being reclaimed (still lent until it is given back)
     assert samples(text, "planner_servers_on_loan") == {
-        'cluster="live",pool="inference"': 2.0, 'cluster="live",pool="training"': 0.0}
+        'cluster="live",pool="inference"': 3.0, 'cluster="live",pool="training"': 0.0}
     servers = samples(text, "planner_servers")
     assert servers['cluster="live",pool="inference",status="on_loan"'] == 2.0
-    assert servers['cluster="live",pool="inference",status="idle"'] == 4.0
+    assert servers['cluster="live",pool="inference",status="reclaiming"'] == 1.0
+    assert servers['cluster="live",pool="inference",status="idle"'] == 3.0
     assert servers['cluster="live",pool="training",status="offline"'] == 1.0
     assert servers['cluster="live",pool="training",status="idle"'] == 1.0
     assert samples(text, "planner_live_jobs") == {
@@ -62,7 +65,7 @@ def test_live_gauges_count_servers_on_loan_and_queued_and_running_jobs():
 
 
 def test_decisions_are_counted_by_kind_and_their_latency_bucketed():
-    for seconds in (0.003, 0.004, 0.02, 0.3, 7.0):
+    for seconds in (0.003, 0.01, 0.02, 0.3, 7.0):  # 0.01 on a bound: `le` includes it
         Decision.objects.create(kind="reclaim", stateful=False, request={}, response={},
                                 duration_seconds=seconds)
     Decision.objects.create(kind="reclaim", stateful=False, request={}, response={})  # before
@@ -77,7 +80,7 @@ def test_decisions_are_counted_by_kind_and_their_latency_bucketed():
                samples(text, "planner_decision_duration_seconds_bucket").items()
                if labels.startswith('kind="reclaim"')}
     assert buckets == {
-        'kind="reclaim",le="0.005"': 2.0, 'kind="reclaim",le="0.01"': 2.0,
+        'kind="reclaim",le="0.005"': 1.0, 'kind="reclaim",le="0.01"': 2.0,
         'kind="reclaim",le="0.025"': 3.0, 'kind="reclaim",le="0.05"': 3.0,
         'kind="reclaim",le="0.1"': 3.0, 'kind="reclaim",le="0.25"': 3.0,
         'kind="reclaim",le="0.5"': 4.0, 'kind="reclaim",le="1.0"': 4.0,
@@ -86,7 +89,7 @@ def test_decisions_are_counted_by_kind_and_their_latency_bucketed():
     assert samples(text, "planner_decision_duration_seconds_count") == {
         'kind="reclaim"': 5.0, 'kind="schedule"': 1.0}
     assert samples(text, "planner_decision_duration_seconds_sum")['kind="reclaim"'] \
-        == pytest.approx(0.003 + 0.004 + 0.02 + 0.3 + 7.0)
+        == pytest.approx(0.003 + 0.01 + 0.02 + 0.3 + 7.0)
 
 
 def test_a_decision_stores_how_long_it_took():
