@@ -169,22 +169,29 @@ class StrictSerializer(serializers.Serializer):
     def run_validation(self, data: Any = empty) -> Any:
         if self.parent is not None:
             return super().run_validation(data)
-        type(self).check_shape(data, types=not isinstance(data, QueryDict))
+        shape = type(self).shape_errors(data, types=not isinstance(data, QueryDict))
         try:
-            return super().run_validation(data)
-        except ValidationError as exc:
-            raise ValidationError(errors_by_path(exc.detail)) from None
+            value = super().run_validation(data)
+        except ValidationError as exc:  # all the body's errors in one answer
+            raise ValidationError({**errors_by_path(exc.detail), **shape}) from None
+        if shape:
+            raise ValidationError(shape)
+        return value
+
+    @classmethod
+    def shape_errors(cls, data: Any, *, types: bool = True) -> dict[str, list[str]]:
+        """Every unknown key of `data` and, with `types`, every value of the wrong JSON
+        type, by JSON path."""
+        errors: dict[str, list[str]] = {}
+        _walk(_shape_of(cls), data, None, types, cls.unknown_field_hints, errors)
+        return errors
 
     @classmethod
     def check_shape(cls, data: Any, *, types: bool = True) -> None:
-        """Raise a 400 naming every unknown key of `data` and, with `types`, every value of
-        the wrong JSON type.
-
-        Also for views whose body another validator checks (the live decisions: their
-        serializers only document the body, `simulation.decide` checks its types itself).
-        """
-        errors: dict[str, list[str]] = {}
-        _walk(_shape_of(cls), data, None, types, cls.unknown_field_hints, errors)
+        """Raise a 400 with `shape_errors`, if there are any: for views whose body another
+        validator checks (the live decisions: their serializers only document the body, and
+        `simulation.decide` checks its types itself)."""
+        errors = cls.shape_errors(data, types=types)
         if errors:
             raise ValidationError(errors)
 

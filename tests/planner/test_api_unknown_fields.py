@@ -108,3 +108,10 @@ def test_known_fields_still_pass(admin):
 
     assert response.status_code == 201, response.content
     assert (response.json()["num_gpus"], response.json()["preemptible"]) == (2, False)
+
+
+def test_unknown_fields_come_with_the_other_errors_in_one_answer(admin):
+    errors = refused(admin, "/api/v1/scenarios/", {"nme": "typo", "workload": 1,
+                                                   "policies": [{"policy": "fifo"}]})
+
+    assert errors == {"nme": ["unknown field"], "name": ["This field is required."]}
