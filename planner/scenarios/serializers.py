@@ -116,6 +116,9 @@ class ScenarioLinksSerializer(serializers.Serializer):
 
 
 class ScenarioOutputSerializer(serializers.ModelSerializer):
+    policies = PolicyEntrySerializer(many=True)
+    seeds = serializers.ListField(child=serializers.IntegerField())
+    engine_settings = serializers.DictField()
     runs = serializers.SerializerMethodField()
     run_counts = serializers.SerializerMethodField()
     links = serializers.SerializerMethodField()
