@@ -231,7 +231,22 @@ REST_FRAMEWORK = {
 
 SPECTACULAR_SETTINGS = {
     "TITLE": "GPU cluster planner API",
-    "DESCRIPTION": "Clusters, workloads, what-if runs and live scheduling decisions.",
+    "DESCRIPTION": (
+        "Clusters, workloads, what-if scenarios, runs and sweeps, and live scheduling "
+        "decisions.\n\n"
+        "**Authentication.** REST clients send `Authorization: Token <token>`. Get the token "
+        "with `POST /api/v1/auth/token` and `{\"username\": ..., \"password\": ...}` "
+        "(answer: `{\"token\": ...}`; failed attempts count against the sign-in limit), "
+        "from an admin (Auth Token → Tokens), or with `python manage.py drf_create_token "
+        "USER`. The browser uses its signed-in session. Reads need a role (viewer, planner "
+        "or operator); what-if writes the planner role; live writes the operator role.\n\n"
+        "**Errors** are JSON naming the field by its JSON path into the request, e.g. "
+        "`{\"policies[0].params.time_slice\": [\"...\"]}`; a field the endpoint does not "
+        "know is refused as `{\"<field>\": [\"unknown field\"]}`."
+    ),
+    # Enums as components (drf-spectacular's default hook), then the tags' descriptions.
+    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums",
+                             "planner.core.schema.tags_describe"],
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "SWAGGER_UI_DIST": "SIDECAR",
@@ -240,6 +255,12 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "PoolKindEnum": "planner.clusters.models.PoolKind",
         "DecisionKindEnum": "planner.live.models.DecisionKind",
+        "ServerStatusEnum": "planner.clusters.models.ServerStatus",
+        "JobStatusEnum": "planner.live.models.JobStatus",
+        "RunStatusEnum": "planner.scenarios.models.RunStatus",
+        "SweepStatusEnum": "planner.scenarios.models.SweepStatus",
+        "PolicyEnum": "planner.core.schema.POLICY_CHOICES",
+        "ReclaimStrategyEnum": "planner.core.schema.RECLAIM_STRATEGY_CHOICES",
     },
 }
 
@@ -359,11 +380,14 @@ PLANNER_SIGNIN_MAX_FAILURES = env_int("PLANNER_SIGNIN_MAX_FAILURES", 5)
 PLANNER_SIGNIN_WINDOW_SECONDS = env_int("PLANNER_SIGNIN_WINDOW_SECONDS", 900)
 
 
-# --- Health checks ---------------------------------------------------------------------------
+# --- Health checks and metrics ---------------------------------------------------------------
 
 HEALTH_CONNECT_TIMEOUT = env_float("HEALTH_CONNECT_TIMEOUT", 2.0)
 # Each web process checks the services at most once per this many seconds.
 HEALTH_CACHE_SECONDS = env_float("HEALTH_CACHE_SECONDS", 5.0)
+# /metrics (Prometheus): with a token, only for `Authorization: Bearer <token>`; without one,
+# open outside production and refused in production.
+PLANNER_METRICS_TOKEN = env_str("PLANNER_METRICS_TOKEN", "")
 
 
 # --- Logging ---------------------------------------------------------------------------------

@@ -15,11 +15,28 @@ now lists, with one `Error` body (`{field: [messages]}` or `{"detail": message}`
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.plumbing import ResolvedComponent
 from rest_framework.permissions import AllowAny
+
+from simulation.policies import registry
+from simulation.reclaim import reclaim_strategies
+
+
+def _first_line(text: str | None) -> str:
+    return (text or "").strip().split("\n")[0]
+
+
+# The values the simulator accepts, with their one-line descriptions, for enums in the schema
+# (SPECTACULAR_SETTINGS names them PolicyEnum and ReclaimStrategyEnum): a newly registered
+# policy or strategy shows up by itself.
+POLICY_CHOICES = [(name, _first_line(cls.description) or name)
+                  for name, cls in registry().items()]
+RECLAIM_STRATEGY_CHOICES = [(name, _first_line(fn.__doc__) or name)
+                            for name, fn in reclaim_strategies().items()]
 
 ERROR_SCHEMA = {
     "type": "object",
@@ -39,7 +56,49 @@ _DESCRIPTIONS = {
 }
 
 
+# Each operation's tag, from its path under /api/v1/: the first pattern that matches wins.
+TAGS = (
+    (re.compile(r"^health"), "health"),
+    (re.compile(r"^auth/"), "auth"),
+    (re.compile(r"^workloads/"), "workloads"),
+    (re.compile(r"^(sweeps/|scenarios/[^/]+/sweeps)"), "sweeps"),
+    (re.compile(r"^scenarios/"), "scenarios"),
+    (re.compile(r"^runs/"), "runs"),
+    (re.compile(r"^(decisions/|clusters/[^/]+/decisions/)"), "live decisions"),
+    (re.compile(r"^jobs/"), "live jobs"),
+    (re.compile(r"^(clusters|pools|servers)/"), "live state"),
+)
+TAG_DESCRIPTIONS = {
+    "health": "Is the planner up: database, broker, workers, periodic maintenance.",
+    "auth": "API tokens: `POST /api/v1/auth/token` with a user name and password.",
+    "workloads": "Job traces: uploaded in any supported format, or generated from settings.",
+    "scenarios": "What-if questions: a cluster, a workload and load, policies and seeds; "
+                 "launching one creates a run per policy and seed.",
+    "runs": "Simulations: progress, results and their export, cancel, re-run.",
+    "sweeps": "Parameter grids over a scenario, aggregated across seeds.",
+    "live state": "Clusters, pools and servers as the live API keeps them.",
+    "live jobs": "Training jobs submitted to a live cluster: submit, report, cancel, hosts.",
+    "live decisions": "Loan, reclaim and schedule decisions, stateful (on a cluster's live "
+                      "state, applied) or stateless (on a snapshot), their log and replay.",
+}
+
+
+def tags_describe(result: dict[str, Any], generator: Any, request: Any, public: bool
+                  ) -> dict[str, Any]:
+    """Postprocessing hook: list the tags in TAGS order, each with its description."""
+    result["tags"] = [{"name": name, "description": text}
+                      for name, text in TAG_DESCRIPTIONS.items()]
+    return result
+
+
 class PlannerAutoSchema(AutoSchema):
+    def get_tags(self) -> list[str]:
+        path = self.path.removeprefix("/api/v1/")
+        for pattern, tag in TAGS:
+            if pattern.match(path):
+                return [tag]
+        return super().get_tags()
+
     def _get_response_bodies(self, direction: str = "response") -> dict[str, Any]:
         responses = super()._get_response_bodies(direction)
         if direction != "response":

@@ -4,4 +4,5 @@ from planner.core import views
 
 urlpatterns = [
     path("", views.home, name="home"),
+    path("metrics", views.metrics, name="metrics"),
 ]

@@ -13,7 +13,13 @@ from typing import Any
 
 from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import (
+    OpenApiExample,
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_view,
+)
 from rest_framework import generics, status
 from rest_framework.authentication import SessionAuthentication
 from rest_framework.exceptions import NotFound, ValidationError
@@ -38,6 +44,48 @@ IDEMPOTENCY_HEADER = OpenApiParameter(
 )
 ERRORS = {400: OpenApiResponse(description="bad input: {field: [message]}"),
           422: OpenApiResponse(description="Idempotency-Key reused with another request")}
+
+
+JOB_SUBMIT_EXAMPLE = OpenApiExample(
+    "elastic job", request_only=True,
+    value={"cluster": 1, "name": "bert-42", "num_gpus": 8, "duration_seconds": 7200,
+           "gpus_per_worker": 1, "min_workers": 4, "max_workers": 16, "model": "bert"},
+)
+# DESIGN.md's snapshot: two T4 servers on loan, one job across both.
+_SNAPSHOT = {
+    "servers": [
+        {"id": "inf-1", "pool": "inference", "gpus": 8, "gpu_type": "T4", "on_loan": True},
+        {"id": "inf-2", "pool": "inference", "gpus": 8, "gpu_type": "T4", "on_loan": True},
+    ],
+    "jobs": [
+        {"id": "job-a", "status": "running", "gpus_per_worker": 1, "min_workers": 8,
+         "max_workers": 8, "remaining_seconds": 3600,
+         "placement": [{"server": "inf-1", "gpus": 4, "flexible": False},
+                       {"server": "inf-2", "gpus": 4, "flexible": False}]},
+    ],
+}
+# Per kind: the stateful request's example, then the stateless one's.
+_EXAMPLES = {
+    DecisionKind.LOAN: [
+        OpenApiExample("lend two idle servers", request_only=True, value={"count": 2}),
+        OpenApiExample("lend named servers", request_only=True, value={
+            "servers": ["inf-2"], "state": {"servers": [
+                {"id": "inf-1", "pool": "inference", "gpus": 8, "gpu_type": "T4"},
+                {"id": "inf-2", "pool": "inference", "gpus": 8, "gpu_type": "T4"}]}}),
+    ],
+    DecisionKind.RECLAIM: [
+        OpenApiExample("give back two servers", request_only=True,
+                       value={"count": 2, "strategy": "aryl"}),
+        OpenApiExample("DESIGN.md's reclaim", request_only=True,
+                       value={"count": 2, "strategy": "aryl", "state": _SNAPSHOT}),
+    ],
+    DecisionKind.SCHEDULE: [
+        OpenApiExample("one round of Aryl", request_only=True, value={"policy": "aryl"}),
+        OpenApiExample("launch a queued job", request_only=True, value={
+            "policy": "fifo", "state": {"servers": _SNAPSHOT["servers"], "jobs": []},
+            "queue": [{"id": "job-b", "num_gpus": 4, "remaining_seconds": 600}]}),
+    ],
+}
 
 
 def _bad_input(exc: InputError) -> ValidationError:
@@ -98,6 +146,7 @@ def _get(model, pk: int):
 # --- resources -------------------------------------------------------------------------------
 
 
+@extend_schema_view(get=extend_schema(summary="List clusters"))
 class ClusterListApi(_ReadList):
     serializer_class = s.ClusterSerializer
     filterset_fields = ["name"]
@@ -107,23 +156,26 @@ class ClusterListApi(_ReadList):
 
 
 class ClusterDetailApi(ReadApi):
-    @extend_schema(responses=s.ClusterSerializer)
+    @extend_schema(summary="One cluster", responses=s.ClusterSerializer)
     def get(self, request: Request, cluster_id: int) -> Response:
         return Response(s.ClusterSerializer(_get(Cluster, cluster_id)).data)
 
 
+@extend_schema_view(get=extend_schema(summary="List pools"))
 class PoolListApi(_ReadList):
     serializer_class = s.PoolSerializer
     filterset_class = PoolFilter
     queryset = Pool.objects.select_related("gpu_type").order_by("cluster_id", "id")
 
 
+@extend_schema_view(get=extend_schema(summary="List servers and their state"))
 class ServerListApi(_ReadList):
     serializer_class = s.ServerSerializer
     filterset_class = ServerFilter
     queryset = Server.objects.select_related("pool").order_by("pool_id", "id")
 
 
+@extend_schema_view(get=extend_schema(summary="List live jobs"))
 class JobListApi(_ReadList):
     """Live jobs; POST submits one (operator)."""
 
@@ -140,8 +192,9 @@ class JobListApi(_ReadList):
         self.throttle_scope = "live-decide" if self.request.method == "POST" else "live-read"
         return super().get_throttles()
 
-    @extend_schema(request=s.JobSubmitSerializer, parameters=[IDEMPOTENCY_HEADER],
-                   responses={201: s.JobSerializer, **ERRORS})
+    @extend_schema(summary="Submit a job", request=s.JobSubmitSerializer,
+                   parameters=[IDEMPOTENCY_HEADER], responses={201: s.JobSerializer, **ERRORS},
+                   examples=[JOB_SUBMIT_EXAMPLE])
     def post(self, request: Request) -> Response:
         def action() -> tuple[int, Any]:
             data = s.JobSubmitSerializer(data=request.data)
@@ -155,7 +208,7 @@ class JobListApi(_ReadList):
 
 
 class JobDetailApi(ReadApi):
-    @extend_schema(responses=s.JobSerializer)
+    @extend_schema(summary="One live job with its placement", responses=s.JobSerializer)
     def get(self, request: Request, job_id: int) -> Response:
         try:
             return Response(s.JobSerializer(selectors.job_get(job_id=job_id)).data)
@@ -164,8 +217,8 @@ class JobDetailApi(ReadApi):
 
 
 class JobCancelApi(WriteApi):
-    @extend_schema(request=None, parameters=[IDEMPOTENCY_HEADER],
-                   responses={200: s.JobSerializer, **ERRORS})
+    @extend_schema(summary="Cancel a job and free its GPUs", request=None,
+                   parameters=[IDEMPOTENCY_HEADER], responses={200: s.JobSerializer, **ERRORS})
     def post(self, request: Request, job_id: int) -> Response:
         job = _get(Job, job_id)
 
@@ -181,7 +234,8 @@ class JobCancelApi(WriteApi):
 class JobReportApi(WriteApi):
     """A job reports its progress (`remaining_seconds` or `progress`) or that it finished."""
 
-    @extend_schema(request=s.JobReportSerializer, parameters=[IDEMPOTENCY_HEADER],
+    @extend_schema(summary="Report a job's progress, or that it finished",
+                   request=s.JobReportSerializer, parameters=[IDEMPOTENCY_HEADER],
                    responses={200: s.JobSerializer, **ERRORS})
     def post(self, request: Request, job_id: int) -> Response:
         job = _get(Job, job_id)
@@ -200,7 +254,8 @@ class JobReportApi(WriteApi):
 class JobHostsApi(ReadApi):
     """Horovod Elastic's host discovery: one `<hostname>:<slots>` line per host."""
 
-    @extend_schema(responses={(200, "text/plain"): OpenApiTypes.STR})
+    @extend_schema(summary="Horovod host discovery for a job",
+                   responses={(200, "text/plain"): OpenApiTypes.STR})
     def get(self, request: Request, job_id: int) -> HttpResponse:
         try:
             job = selectors.job_get(job_id=job_id)
@@ -228,7 +283,9 @@ def _stateful_api(kind: str) -> type[WriteApi]:
     request_serializer, answer = _STATEFUL[kind]
 
     class StatefulDecisionApi(WriteApi):
-        @extend_schema(operation_id=f"cluster_decide_{kind}", request=request_serializer,
+        @extend_schema(operation_id=f"cluster_decide_{kind}",
+                       summary=f"Decide a {kind} on the cluster's live state and apply it",
+                       examples=_EXAMPLES[kind][:1], request=request_serializer,
                        parameters=[IDEMPOTENCY_HEADER], responses={200: answer, **ERRORS},
                        description=f"A {kind} decision on the cluster's live state, applied "
                                    "atomically; the answer's decision id is in X-Decision-Id.")
@@ -237,6 +294,7 @@ def _stateful_api(kind: str) -> type[WriteApi]:
             def action() -> tuple[int, Any]:
                 if not isinstance(request.data, dict):
                     raise ValidationError({"request": ["expected a JSON object"]})
+                request_serializer.check_shape(request.data, types=False)
                 try:
                     decision = services.decision_stateful(
                         cluster_id=cluster_id, kind=kind, body=dict(request.data),
@@ -256,12 +314,15 @@ def _stateless_api(kind: str) -> type[WriteApi]:
     answer = _STATEFUL[kind][1]
 
     class StatelessDecisionApi(WriteApi):
-        @extend_schema(operation_id=f"decide_{kind}", request=_STATELESS[kind],
+        @extend_schema(operation_id=f"decide_{kind}",
+                       summary=f"Decide a {kind} on a snapshot (changes nothing)",
+                       examples=_EXAMPLES[kind][1:], request=_STATELESS[kind],
                        responses={200: answer, 400: ERRORS[400]},
                        description=f"A {kind} decision on the snapshot in `state`; changes "
                                    "nothing but the decision log.")
         @with_collector_paused
         def post(self, request: Request) -> Response:
+            _STATELESS[kind].check_shape(request.data, types=False)
             try:
                 decision = services.decision_stateless(kind=kind, request=request.data,
                                                        actor=request.user)
@@ -281,6 +342,7 @@ DecideReclaimApi = _stateless_api(DecisionKind.RECLAIM)
 DecideScheduleApi = _stateless_api(DecisionKind.SCHEDULE)
 
 
+@extend_schema_view(get=extend_schema(summary="The decision log"))
 class DecisionListApi(_ReadList):
     serializer_class = s.DecisionSerializer
     filterset_class = DecisionFilter
@@ -290,17 +352,31 @@ class DecisionListApi(_ReadList):
 
 
 class DecisionDetailApi(ReadApi):
-    @extend_schema(responses=s.DecisionDetailSerializer)
+    @extend_schema(summary="One logged decision with its request",
+                   responses=s.DecisionDetailSerializer)
     def get(self, request: Request, decision_id: int) -> Response:
         return Response(s.DecisionDetailSerializer(_get(Decision, decision_id)).data)
 
 
 class DecisionReplayApi(ReadApi):
-    """Recompute a logged decision from its stored request; nothing is applied."""
+    """Recompute a logged decision from its stored request; nothing is applied.
 
-    @extend_schema(responses=s.ReplaySerializer)
-    @with_collector_paused
+    POST is the documented method (the README always said so); GET, which clients used
+    before POST worked, answers the same and is marked deprecated.
+    """
+
+    @extend_schema(summary="Replay a logged decision", request=None,
+                   responses=s.ReplaySerializer)
+    def post(self, request: Request, decision_id: int) -> Response:
+        return self._replay(decision_id)
+
+    @extend_schema(summary="Replay a logged decision (deprecated: use POST)",
+                   responses=s.ReplaySerializer, deprecated=True)
     def get(self, request: Request, decision_id: int) -> Response:
+        return self._replay(decision_id)
+
+    @with_collector_paused
+    def _replay(self, decision_id: int) -> Response:
         replay = services.decision_replay(decision=_get(Decision, decision_id))
         return Response({"decision": decision_id, "same": replay.same,
                          "response": replay.response})

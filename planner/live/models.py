@@ -137,7 +137,8 @@ class Decision(models.Model):
     """One answer of the decision API and the request that produced it (for replay).
 
     `cluster` is empty for a stateless decision (the snapshot came in the request);
-    `request` is always the full body `simulation.decide` was called with.
+    `request` is always the full body `simulation.decide` was called with. Storing the
+    latency here, not in a process's memory, lets /metrics report it for every web process.
     """
 
     cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, null=True, blank=True,
@@ -148,6 +149,10 @@ class Decision(models.Model):
                               blank=True, related_name="decisions")
     request = CompressedJSONField()
     response = models.JSONField()
+    duration_seconds = models.FloatField(
+        null=True, blank=True, help_text="how long the service took to answer: lock wait, "
+        "state read, decision and its application (empty for decisions logged before it was "
+        "recorded); /metrics' decision latency histogram")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

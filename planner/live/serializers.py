@@ -1,7 +1,7 @@
 """Request and answer shapes of the live API, for validation of job writes and for an
 OpenAPI schema that describes each decision exactly. Decision bodies are validated by
-`simulation.decide` itself (one validator, JSON-path field names); the serializers here only
-document them."""
+`simulation.decide` itself (one validator, JSON-path field names); the serializers here
+document them and refuse keys they do not declare (`StrictSerializer.check_shape`)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from planner.clusters.models import Cluster, Pool, PoolKind, Server
+from planner.core.schema import POLICY_CHOICES, RECLAIM_STRATEGY_CHOICES
+from planner.core.serializers import StrictSerializer
 from planner.live.models import Decision, Job, JobStatus
 from simulation.limits import (
     MAX_GPUS_PER_JOB,
@@ -76,7 +78,7 @@ class JobSerializer(serializers.ModelSerializer):
         return sum(p.gpus for p in job.placements.all()) // job.gpus_per_worker
 
 
-class JobSubmitSerializer(serializers.Serializer):
+class JobSubmitSerializer(StrictSerializer):
     cluster = serializers.PrimaryKeyRelatedField(queryset=Cluster.objects.all())
     name = serializers.RegexField(r"^[A-Za-z0-9][A-Za-z0-9._:@/-]*$", max_length=100,
                                   help_text="the client's job id, unique in the cluster")
@@ -96,7 +98,7 @@ class JobSubmitSerializer(serializers.Serializer):
     priority = serializers.IntegerField(min_value=-1_000_000, max_value=1_000_000, default=0)
 
 
-class JobReportSerializer(serializers.Serializer):
+class JobReportSerializer(StrictSerializer):
     remaining_seconds = serializers.FloatField(min_value=0, max_value=MAX_SECONDS,
                                                required=False)
     progress = serializers.FloatField(min_value=0, max_value=1, required=False)
@@ -173,40 +175,57 @@ class SnapshotSerializer(serializers.Serializer):
     jobs = SnapshotJobSerializer(many=True, required=False)
 
 
-class LoanRequestSerializer(serializers.Serializer):
+# Keys a client may send a stateful decision by mistake, and what to do instead.
+STATEFUL_HINTS = {
+    "state": "a stateful decision uses the cluster's own state; send a snapshot to "
+             "POST /api/v1/decisions/<kind> instead",
+    "queue": "a stateful decision uses the cluster's own state; submit the jobs first "
+             "(POST /api/v1/jobs/), then schedule",
+}
+
+
+class LoanRequestSerializer(StrictSerializer):
+    unknown_field_hints = STATEFUL_HINTS
     servers = serializers.ListField(child=serializers.CharField(), required=False,
                                     help_text="inference servers offered, by id")
     count = serializers.IntegerField(min_value=1, required=False,
                                      help_text="or: this many idle inference servers")
-    pool = serializers.CharField(required=False)
+    pool = serializers.CharField(required=False, allow_null=True,
+                                 help_text="with count: only this pool's servers")
 
 
-class ReclaimRequestSerializer(serializers.Serializer):
+class ReclaimRequestSerializer(StrictSerializer):
+    unknown_field_hints = STATEFUL_HINTS
     count = serializers.IntegerField(min_value=1)
-    strategy = serializers.CharField(default="aryl",
-                                     help_text="a registered reclaim strategy (aryl, scf, ...)")
+    strategy = serializers.ChoiceField(choices=RECLAIM_STRATEGY_CHOICES, default="aryl",
+                                       help_text="which on-loan servers to give back")
     seed = serializers.IntegerField(min_value=0, max_value=MAX_SEED, default=0)
     grace_period_seconds = serializers.FloatField(min_value=0, default=30.0)
 
 
-class ScheduleRequestSerializer(serializers.Serializer):
-    policy = serializers.CharField(help_text="a registered scheduling policy")
+class ScheduleRequestSerializer(StrictSerializer):
+    unknown_field_hints = STATEFUL_HINTS
+    policy = serializers.ChoiceField(choices=POLICY_CHOICES, help_text="a registered policy")
     params = serializers.DictField(required=False, help_text="the policy's parameters")
     seed = serializers.IntegerField(min_value=0, max_value=MAX_SEED, default=0)
     grace_period_seconds = serializers.FloatField(min_value=0, default=30.0)
 
 
 class StatelessLoanRequestSerializer(LoanRequestSerializer):
+    unknown_field_hints: dict[str, str] = {}
     state = SnapshotSerializer()
 
 
 class StatelessReclaimRequestSerializer(ReclaimRequestSerializer):
+    unknown_field_hints: dict[str, str] = {}
     state = SnapshotSerializer()
 
 
 class StatelessScheduleRequestSerializer(ScheduleRequestSerializer):
+    unknown_field_hints: dict[str, str] = {}
     state = SnapshotSerializer()
-    queue = SnapshotJobSerializer(many=True, required=False, help_text="waiting jobs")
+    queue = SnapshotJobSerializer(many=True, required=False, allow_null=True,
+                                  help_text="waiting jobs (null: none)")
 
 
 # --- decision answers ------------------------------------------------------------------------

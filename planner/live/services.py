@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
@@ -148,9 +149,11 @@ def _job_end(*, job: Job, status: str) -> Job:
 
 def decision_stateless(*, kind: str, request: Any, actor: AbstractBaseUser | None) -> Decision:
     """Decide on the snapshot in the request; only the decision log changes."""
+    started = time.perf_counter()
     response = DECIDERS[kind](request)
     return Decision.objects.create(kind=kind, stateful=False, actor=actor, request=request,
-                                   response=response)
+                                   response=response,
+                                   duration_seconds=time.perf_counter() - started)
 
 
 @transaction.atomic
@@ -162,8 +165,9 @@ def decision_stateful(*, cluster_id: int, kind: str, body: dict[str, Any],
     `body` is the request without `state`; the snapshot read under the lock is added, and
     the full request is what the decision log keeps for replay. The snapshot comes from this
     process's cached copy when the cluster's state version still matches it (`state_cache`),
-    else from the database.
+    else from the database. Its `duration_seconds` runs from here, lock wait included.
     """
+    started = time.perf_counter()
     cluster = _cluster_lock(cluster_id=cluster_id)
     for field, why in (("state", "send the snapshot to the stateless endpoint instead"),
                        ("queue", "submit the jobs first, then schedule")):
@@ -182,7 +186,8 @@ def decision_stateful(*, cluster_id: int, kind: str, body: dict[str, Any],
     following = cached.after(version, kind, response)
     transaction.on_commit(lambda: LIVE_STATES.put(key, following))
     return Decision.objects.create(cluster=cluster, kind=kind, stateful=True, actor=actor,
-                                   request=request, response=response)
+                                   request=request, response=response,
+                                   duration_seconds=time.perf_counter() - started)
 
 
 def _live_state(*, cluster: Cluster, key: tuple[Any, ...], version: int) -> CachedState:

@@ -1,9 +1,10 @@
-"""REST endpoints for runs (progress polling, cancel, re-run, export), uploads and sweeps."""
+"""REST endpoints for workloads, scenarios, sweeps and runs (progress polling, cancel, re-run,
+export): what a planner scripts a study with."""
 
 from __future__ import annotations
 
 from django.http import HttpResponse
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import generics, serializers, status
 from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.parsers import MultiPartParser
@@ -13,17 +14,33 @@ from rest_framework.views import APIView
 
 from planner.core.pagination import StrictPageNumberPagination
 from planner.core.roles import API_AUTHENTICATION, CanPlan, CanRead
+from planner.core.serializers import StrictSerializer
 from planner.core.throttling import SharedScopedThrottle
+from planner.live.parsers import FastJSONParser
 from planner.scenarios import selectors, services
-from planner.scenarios.models import Run, RunResult, RunStatus, Scenario, Sweep
+from planner.scenarios.models import Run, RunResult, RunStatus, Scenario, Sweep, Workload
+from planner.scenarios.serializers import (
+    SCENARIO_CREATE_EXAMPLES,
+    SWEEP_CREATE_EXAMPLE,
+    WORKLOAD_GENERATE_EXAMPLE,
+    ScenarioCreateSerializer,
+    ScenarioOutputSerializer,
+    WorkloadGenerateSerializer,
+    WorkloadOutputSerializer,
+    WorkloadUploadSerializer,
+)
 from simulation.errors import InputError
 from simulation.limits import MAX_INT
-from simulation.workloads import FORMATS
 
 
-def _bad_input(exc: InputError, default_field: str) -> ValidationError:
-    """HTTP 400 naming the field (and the file and line, inside the message)."""
-    return ValidationError({exc.field or default_field: [str(exc)]})
+def _bad_input(exc: InputError, default_field: str, *, prefix: str | None = None
+               ) -> ValidationError:
+    """HTTP 400 naming the field (and the file and line, inside the message); `prefix` is
+    the request field the error's own field is inside of."""
+    field = exc.field or default_field
+    if prefix and exc.field:
+        field = f"{prefix}.{exc.field}"
+    return ValidationError({field: [str(exc)]})
 
 
 def _get(model, pk: int):
@@ -93,7 +110,7 @@ class RunListApi(WhatIfRead, generics.ListAPIView):
         sweep = serializers.IntegerField(required=False, min_value=1, max_value=MAX_INT)
         status = serializers.ChoiceField(choices=RunStatus.choices, required=False)
 
-    @extend_schema(parameters=[FilterSerializer])
+    @extend_schema(summary="List runs with their progress", parameters=[FilterSerializer])
     def get(self, request: Request, *args, **kwargs) -> Response:
         return super().get(request, *args, **kwargs)
 
@@ -108,7 +125,8 @@ class RunListApi(WhatIfRead, generics.ListAPIView):
 
 
 class RunDetailApi(WhatIfRead, APIView):
-    @extend_schema(responses=RunOutputSerializer)
+    @extend_schema(summary="One run: status, progress, timings, summary",
+                   responses=RunOutputSerializer)
     def get(self, request: Request, run_id: int) -> Response:
         try:
             run = selectors.run_get(run_id=run_id)
@@ -118,7 +136,8 @@ class RunDetailApi(WhatIfRead, APIView):
 
 
 class RunCancelApi(WhatIfWrite, APIView):
-    @extend_schema(request=None, responses=RunOutputSerializer)
+    @extend_schema(summary="Cancel a queued or running run", request=None,
+                   responses=RunOutputSerializer)
     def post(self, request: Request, run_id: int) -> Response:
         _get(Run, run_id)
         try:
@@ -129,7 +148,8 @@ class RunCancelApi(WhatIfWrite, APIView):
 
 
 class RunRerunApi(WhatIfWrite, APIView):
-    @extend_schema(request=None, responses={201: RunOutputSerializer})
+    @extend_schema(summary="Run again from the same inputs", request=None,
+                   responses={201: RunOutputSerializer})
     def post(self, request: Request, run_id: int) -> Response:
         _get(Run, run_id)
         try:
@@ -147,7 +167,7 @@ def _run_with_result(run_id: int) -> Run:
 
 
 class RunExportJsonApi(WhatIfRead, APIView):
-    @extend_schema(responses={200: dict})
+    @extend_schema(summary="A run's whole result as JSON", responses={200: dict})
     def get(self, request: Request, run_id: int) -> Response:
         run = _run_with_result(run_id)
         response = Response(selectors.run_export_json(run=run))
@@ -161,7 +181,8 @@ class RunExportCsvApi(WhatIfRead, APIView):
     class QuerySerializer(serializers.Serializer):
         table = serializers.ChoiceField(choices=selectors.EXPORT_TABLES, default="jobs")
 
-    @extend_schema(parameters=[QuerySerializer], responses={(200, "text/csv"): str})
+    @extend_schema(summary="One table of a run's result as CSV", parameters=[QuerySerializer],
+                   responses={(200, "text/csv"): str})
     def get(self, request: Request, run_id: int) -> HttpResponse:
         query = self.QuerySerializer(data=request.query_params.dict())
         query.is_valid(raise_exception=True)
@@ -173,34 +194,119 @@ class RunExportCsvApi(WhatIfRead, APIView):
         return response
 
 
-class WorkloadUploadApi(WhatIfWrite, APIView):
-    """Upload a trace in any supported format; refused with the line and field when bad."""
+@extend_schema_view(get=extend_schema(summary="List workloads"))
+class WorkloadListApi(WhatIfWrite, generics.ListAPIView):
+    """Workloads, newest first; POST adds one: a trace upload (multipart) or a generated
+    workload (JSON), as the request's content type says."""
 
-    parser_classes = [MultiPartParser]
+    serializer_class = WorkloadOutputSerializer
+    parser_classes = [FastJSONParser, MultiPartParser]
+    pagination_class = StrictPageNumberPagination
+    filter_backends: list[type] = []
 
-    class InputSerializer(serializers.Serializer):
-        name = serializers.CharField(max_length=200, required=False, default="")
-        file = serializers.FileField(allow_empty_file=True)
-        format = serializers.ChoiceField(choices=FORMATS, required=False, allow_blank=True,
-                                         default="", help_text="blank: detect from the header")
+    def get_queryset(self):
+        return selectors.workload_list()
 
-    class OutputSerializer(serializers.Serializer):
-        id = serializers.IntegerField()
-        name = serializers.CharField()
-        format = serializers.CharField()
-        num_jobs = serializers.IntegerField()
-        summary = serializers.JSONField()
+    def get_permissions(self):
+        return [CanPlan()] if self.request.method == "POST" else [CanRead()]
 
-    @extend_schema(request={"multipart/form-data": InputSerializer},
-                   responses={201: OutputSerializer})
+    def get_throttles(self):
+        self.throttle_scope = "whatif-write" if self.request.method == "POST" else "whatif-read"
+        return super().get_throttles()
+
+    @extend_schema(
+        summary="Add a workload: upload a trace or generate one",
+        request={"multipart/form-data": WorkloadUploadSerializer,
+                 "application/json": WorkloadGenerateSerializer},
+        responses={201: WorkloadOutputSerializer},
+        examples=[WORKLOAD_GENERATE_EXAMPLE],
+        description="multipart/form-data: `file` (a trace in any supported format, parsed "
+                    "completely before anything is saved), optional `name` and `format`. "
+                    "application/json: `name`, `generator` settings and `seed`.",
+    )
     def post(self, request: Request) -> Response:
-        data = self.InputSerializer(data=request.data)
+        if request.content_type.startswith("multipart/"):
+            data = WorkloadUploadSerializer(data=request.data)
+            data.is_valid(raise_exception=True)
+            try:
+                workload = services.workload_create_from_upload(**data.validated_data)
+            except InputError as exc:
+                raise ValidationError({"file": [str(exc)]}) from None
+        else:
+            data = WorkloadGenerateSerializer(data=request.data)
+            data.is_valid(raise_exception=True)
+            fields = data.validated_data
+            try:
+                workload = services.workload_create_from_generator(
+                    name=fields["name"], spec=fields["generator"], seed=fields["seed"])
+            except InputError as exc:
+                prefix = "generator" if exc.source == "generator" else None
+                raise _bad_input(exc, "generator", prefix=prefix) from None
+        return Response(WorkloadOutputSerializer(workload).data, status=status.HTTP_201_CREATED)
+
+
+class WorkloadDetailApi(WhatIfRead, APIView):
+    @extend_schema(summary="One workload", responses=WorkloadOutputSerializer)
+    def get(self, request: Request, workload_id: int) -> Response:
+        return Response(WorkloadOutputSerializer(_get(Workload, workload_id)).data)
+
+
+@extend_schema_view(get=extend_schema(summary="List scenarios with their runs"))
+class ScenarioListApi(WhatIfWrite, generics.ListAPIView):
+    """Scenarios, newest first, each with its runs; POST creates one (and launches it with
+    `"launch": true`)."""
+
+    serializer_class = ScenarioOutputSerializer
+    pagination_class = StrictPageNumberPagination
+    filter_backends: list[type] = []
+
+    def get_queryset(self):
+        return selectors.scenario_list().prefetch_related("runs").order_by("-created_at", "-id")
+
+    def get_permissions(self):
+        return [CanPlan()] if self.request.method == "POST" else [CanRead()]
+
+    def get_throttles(self):
+        self.throttle_scope = "whatif-write" if self.request.method == "POST" else "whatif-read"
+        return super().get_throttles()
+
+    @extend_schema(
+        summary="Create a scenario",
+        request=ScenarioCreateSerializer, responses={201: ScenarioOutputSerializer},
+        examples=SCENARIO_CREATE_EXAMPLES,
+        description="A cluster (`cluster` id, or `cluster_spec` text for a new one), a "
+                    "`workload` id, an optional inference load (`inference_load` id or "
+                    "`inference_load_generator`), policies with their parameters, seeds and "
+                    "engine settings, checked completely and saved in one transaction. It "
+                    "creates no runs unless `launch` is true; otherwise POST its "
+                    "`links.launch`.",
+    )
+    def post(self, request: Request) -> Response:
+        data = ScenarioCreateSerializer(data=request.data)
         data.is_valid(raise_exception=True)
+        fields = data.validated_data
         try:
-            workload = services.workload_create_from_upload(**data.validated_data)
+            scenario, _ = services.scenario_create_from_inputs(
+                name=fields["name"], description=fields["description"],
+                cluster_id=fields.get("cluster"), cluster_spec_text=fields.get("cluster_spec", ""),
+                workload_id=fields["workload"], inference_load_id=fields.get("inference_load"),
+                inference_load_params=fields.get("inference_load_generator"),
+                policies=fields["policies"], seeds=fields["seeds"],
+                engine_settings=fields["engine_settings"], launch=fields["launch"])
         except InputError as exc:
-            raise ValidationError({"file": [str(exc)]}) from None
-        return Response(self.OutputSerializer(workload).data, status=status.HTTP_201_CREATED)
+            raise _bad_input(exc, "policies") from None
+        scenario = selectors.scenario_list().prefetch_related("runs").get(pk=scenario.pk)
+        return Response(ScenarioOutputSerializer(scenario).data, status=status.HTTP_201_CREATED)
+
+
+class ScenarioDetailApi(WhatIfRead, APIView):
+    @extend_schema(summary="One scenario with its runs", responses=ScenarioOutputSerializer)
+    def get(self, request: Request, scenario_id: int) -> Response:
+        try:
+            scenario = selectors.scenario_list().prefetch_related("runs").get(pk=scenario_id)
+        except Scenario.DoesNotExist:
+            raise NotFound(f"scenario {scenario_id} does not exist") from None
+        return Response(ScenarioOutputSerializer(scenario).data)
 
 
 class ScenarioLaunchApi(WhatIfWrite, APIView):
@@ -210,7 +316,8 @@ class ScenarioLaunchApi(WhatIfWrite, APIView):
     policy's entry and the reason) and no run is created.
     """
 
-    @extend_schema(request=None, responses={201: RunOutputSerializer(many=True)})
+    @extend_schema(summary="Launch: a run per policy and seed", request=None,
+                   responses={201: RunOutputSerializer(many=True)})
     def post(self, request: Request, scenario_id: int) -> Response:
         scenario = _get(Scenario, scenario_id)
         try:
@@ -245,11 +352,15 @@ class SweepOutputSerializer(serializers.ModelSerializer):
 class SweepCreateApi(WhatIfWrite, APIView):
     """A parameter grid over a scenario, e.g. ``{"grid": {"load_scale": [1, 2]}}``."""
 
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(StrictSerializer):
         name = serializers.CharField(max_length=200, required=False, default="")
-        grid = serializers.JSONField()
+        grid = serializers.JSONField(
+            help_text="axis -> values: engine settings, policy parameters, `cluster_scale`, "
+                      "`load_scale`, `elastic_share`")
 
-    @extend_schema(request=InputSerializer, responses={201: SweepOutputSerializer})
+    @extend_schema(summary="Create a sweep over a scenario and start its runs",
+                   request=InputSerializer, responses={201: SweepOutputSerializer},
+                   examples=[SWEEP_CREATE_EXAMPLE])
     def post(self, request: Request, scenario_id: int) -> Response:
         scenario = _get(Scenario, scenario_id)
         data = self.InputSerializer(data=request.data)
@@ -261,8 +372,30 @@ class SweepCreateApi(WhatIfWrite, APIView):
         return Response(SweepOutputSerializer(sweep).data, status=status.HTTP_201_CREATED)
 
 
+class SweepListApi(WhatIfRead, generics.ListAPIView):
+    """Sweeps, newest first; `?scenario=ID` keeps one scenario's."""
+
+    serializer_class = SweepOutputSerializer
+    pagination_class = StrictPageNumberPagination
+    filter_backends: list[type] = []
+
+    class FilterSerializer(serializers.Serializer):
+        scenario = serializers.IntegerField(required=False, min_value=1, max_value=MAX_INT)
+
+    @extend_schema(summary="List sweeps", parameters=[FilterSerializer])
+    def get(self, request: Request, *args, **kwargs) -> Response:
+        return super().get(request, *args, **kwargs)
+
+    def get_queryset(self):
+        filters = self.FilterSerializer(data=self.request.query_params.dict())
+        filters.is_valid(raise_exception=True)
+        return selectors.sweep_list(scenario_id=filters.validated_data.get("scenario")).order_by(
+            "-created_at", "-id")
+
+
 class SweepDetailApi(WhatIfRead, APIView):
-    @extend_schema(responses=SweepOutputSerializer,
+    @extend_schema(summary="One sweep: progress and, once done, its aggregate",
+                   responses=SweepOutputSerializer,
                    parameters=[OpenApiParameter("sweep_id", int, OpenApiParameter.PATH)])
     def get(self, request: Request, sweep_id: int) -> Response:
         return Response(SweepOutputSerializer(_get(Sweep, sweep_id)).data)

@@ -297,6 +297,61 @@ def scenario_create_from_specs(*, name: str, cluster_spec_text: str, policies: l
                            seeds=seeds, engine_settings=engine_settings)
 
 
+def _under(prefix: str, exc: InputError) -> InputError:
+    """The error again, its field moved under the request field `prefix` it came from."""
+    field = f"{prefix}.{exc.field}" if exc.field and exc.field != prefix else prefix
+    return InputError(exc.message, source=exc.source, line=exc.line, field=field)
+
+
+@transaction.atomic
+def scenario_create_from_inputs(*, name: str, workload_id: int, policies: list[Any],
+                                seeds: list[int], cluster_id: int | None = None,
+                                cluster_spec_text: str = "",
+                                inference_load_id: int | None = None,
+                                inference_load_params: dict[str, Any] | None = None,
+                                engine_settings: dict[str, Any] | None = None,
+                                description: str = "", launch: bool = False
+                                ) -> tuple[Scenario, list[Run]]:
+    """A scenario from the API's ids and specs: an existing cluster or a new one from its
+    spec text, a stored workload, a stored or newly generated inference load; launched when
+    asked. One transaction: a bad input anywhere leaves no cluster, load or scenario behind.
+    """
+    if (cluster_id is None) == (not cluster_spec_text):
+        raise InputError("give either cluster (an id) or cluster_spec", field="cluster")
+    if inference_load_id is not None and inference_load_params is not None:
+        raise InputError("give either inference_load (an id) or inference_load_generator",
+                         field="inference_load")
+    if cluster_id is not None:
+        cluster = Cluster.objects.filter(pk=cluster_id).first()
+        if cluster is None:
+            raise InputError(f"cluster {cluster_id} does not exist", field="cluster")
+    else:
+        try:
+            cluster = cluster_create_from_spec(spec_text=cluster_spec_text,
+                                               source="cluster spec")
+        except InputError as exc:
+            raise _under("cluster_spec", exc) from None
+    workload = Workload.objects.filter(pk=workload_id).first()
+    if workload is None:
+        raise InputError(f"workload {workload_id} does not exist", field="workload")
+    load = None
+    if inference_load_id is not None:
+        load = InferenceLoadProfile.objects.filter(pk=inference_load_id).first()
+        if load is None:
+            raise InputError(f"inference load {inference_load_id} does not exist",
+                             field="inference_load")
+    elif inference_load_params is not None:
+        try:
+            load = inference_load_create_generated(name=f"{name} load",
+                                                   params=inference_load_params)
+        except InputError as exc:
+            raise _under("inference_load_generator", exc) from None
+    scenario = scenario_create(name=name, cluster=cluster, workload=workload,
+                               inference_load=load, policies=policies, seeds=seeds,
+                               engine_settings=engine_settings, description=description)
+    return scenario, scenario_launch(scenario=scenario) if launch else []
+
+
 @transaction.atomic
 def scenario_delete(*, scenario: Scenario) -> None:
     """Delete a scenario with its sweeps, runs and their result files (after commit)."""
