@@ -80,12 +80,41 @@ class ProgressLines:
                   "finished", file=sys.stderr, flush=True)
 
 
+class ProgressBar:
+    """A long run's progress as a tqdm bar on a terminal's stderr: elapsed time and ETA,
+    shown only after ProgressLines.QUIET_SECONDS so a short run stays silent."""
+
+    def __init__(self, label: str, *, file=None) -> None:
+        from tqdm import tqdm
+
+        self.bar = tqdm(total=100, desc=label, unit="%", file=file or sys.stderr,
+                        delay=ProgressLines.QUIET_SECONDS, leave=False,
+                        bar_format="{desc}: {percentage:3.0f}% of the jobs finished |{bar}| "
+                                   "{elapsed} elapsed, {remaining} left")
+
+    def __call__(self, finished: float) -> None:
+        self.bar.update(max(0.0, round(finished * 100, 1) - self.bar.n))
+
+    def close(self) -> None:
+        self.bar.close()
+
+
+def run_progress(label: str) -> ProgressBar | ProgressLines:
+    """A bar on a terminal; lines in a log or a pipe, where a bar's redraws would be noise."""
+    return ProgressBar(label) if sys.stderr.isatty() else ProgressLines(label)
+
+
 def _run_one(args: argparse.Namespace, policy: str, inputs: tuple, out: Path) -> RunResult:
     cluster, workload, load = inputs
-    result = run_simulation(
-        cluster, workload, policy, settings=_parse_settings(args.set), seed=args.seed,
-        inference_load=load, progress=ProgressLines(policy),
-    )
+    progress = run_progress(policy)
+    try:
+        result = run_simulation(
+            cluster, workload, policy, settings=_parse_settings(args.set), seed=args.seed,
+            inference_load=load, progress=progress,
+        )
+    finally:
+        if isinstance(progress, ProgressBar):
+            progress.close()
     result.write(out)
     return result
 

@@ -138,3 +138,19 @@ def test_the_printed_table_shows_each_time_column_in_one_readable_unit():
     assert shown["makespan (h)"] == "2,270.0"
     assert shown["util_training"] == "80.4%" and shown["preemption_ratio"] == "0.67"
     assert shown["wall (s)"] == "0.2" and shown["cadence"] == "event"
+
+
+def test_a_terminal_gets_a_progress_bar_with_time_left():
+    import io
+
+    from simulation.cli import ProgressBar
+
+    out = io.StringIO()
+    bar = ProgressBar("srtf", file=out)
+    bar.bar.delay = 0  # shown at once here; a real run waits ProgressLines.QUIET_SECONDS
+    bar(0.25)
+    bar(0.5)
+    assert bar.bar.n == 50.0  # a share of the jobs, not a count of calls
+    bar.bar.refresh()
+    assert "srtf:  50% of the jobs finished" in out.getvalue() and " left" in out.getvalue()
+    bar.close()
