@@ -30,7 +30,7 @@ from prometheus_client.core import (
 )
 from prometheus_client.registry import Collector, CollectorRegistry
 
-from planner.clusters.models import Pool, Server, ServerStatus
+from planner.clusters.models import ClusterKind, Pool, Server, ServerStatus
 from planner.live.models import ACTIVE_STATUSES, Decision, DecisionKind, Job
 from planner.live.selectors import ON_LOAN_STATUSES
 from planner.scenarios.models import TERMINAL_STATUSES, Run, RunStatus
@@ -49,7 +49,8 @@ def _servers() -> Iterator[Metric]:
                                 "reclaimed).", labels=["cluster", "pool"])
     counts = {(row["pool_id"], row["status"]): row["n"]
               for row in Server.objects.values("pool_id", "status").annotate(n=Count("id"))}
-    for pool in Pool.objects.select_related("cluster").order_by("cluster__name", "name"):
+    live = Pool.objects.filter(cluster__kind=ClusterKind.LIVE)  # what-if templates don't run
+    for pool in live.select_related("cluster").order_by("cluster__name", "name"):
         for status in ServerStatus.values:
             by_status.add_metric([pool.cluster.name, pool.name, status],
                                  counts.get((pool.pk, status), 0))

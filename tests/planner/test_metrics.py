@@ -11,12 +11,13 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
-from planner.clusters.models import Server
+from planner.clusters.models import ClusterKind, Server
+from planner.clusters.services import cluster_create_from_spec
 from planner.live.models import Decision, Job
 from planner.live.services import decision_stateful, decision_stateless, job_submit
 from planner.scenarios import services as scenario_services
 from planner.scenarios.models import Run
-from tests.planner.factories import scenario_make
+from tests.planner.factories import SPEC_YAML, scenario_make
 from tests.planner.live.conftest import live_cluster_make
 from tests.simulation.test_decide import DESIGN_RECLAIM
 
@@ -42,6 +43,8 @@ def samples(text: str, name: str) -> dict[str, float]:
 
 def test_live_gauges_count_servers_on_loan_and_queued_and_running_jobs():
     cluster = live_cluster_make(name="live", inference=6)  # 2 training, 6 inference servers
+    cluster_create_from_spec(spec_text=SPEC_YAML.format(name="what-if"),
+                             kind=ClusterKind.WHAT_IF)  # a template: no live gauge
     decision_stateful(cluster_id=cluster.pk, kind="loan", body={"count": 2}, actor=None)
     for name in ("a", "b", "c"):
         job_submit(cluster=cluster, name=name, num_gpus=8, duration_seconds=60.0)
@@ -62,6 +65,7 @@ def test_live_gauges_count_servers_on_loan_and_queued_and_running_jobs():
     assert servers['cluster="live",pool="training",status="idle"'] == 1.0
     assert samples(text, "planner_live_jobs") == {
         'cluster="live",status="queued"': 2.0, 'cluster="live",status="running"': 1.0}
+    assert not any("what-if" in labels for labels in servers)
 
 
 def test_decisions_are_counted_by_kind_and_their_latency_bucketed():
