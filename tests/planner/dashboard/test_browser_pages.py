@@ -18,7 +18,16 @@ from tests.planner.dashboard.test_browser import _sign_in
 from tests.planner.factories import scenario_make
 
 
+@pytest.fixture
+def runs_kept_from_workers(monkeypatch):
+    """These tests set their runs' states themselves. Their transactions commit (the live
+    server must see the rows), so the runs would be sent to the broker, where the session's
+    real Celery worker (started by earlier tests under REDIS_URL) would take them too."""
+    monkeypatch.setattr("planner.scenarios.dispatch.runs_dispatch", lambda *, runs: None)
+
+
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("runs_kept_from_workers")
 def test_sweep_page_reads_in_units_and_plain_grid_points(
     live_server, page, screenshot, django_user_model
 ):
@@ -51,6 +60,7 @@ def test_sweep_page_reads_in_units_and_plain_grid_points(
 
 
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("runs_kept_from_workers")
 def test_runs_page_shows_eta_cancels_and_signs_out(
     live_server, page, screenshot, django_user_model
 ):
