@@ -27,7 +27,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from planner.clusters.models import Cluster, Pool, Server
+from planner.clusters.models import Cluster, ClusterKind, Pool, Server
 from planner.clusters.selectors import cluster_list
 from planner.live import selectors, services
 from planner.live import serializers as s
@@ -152,27 +152,32 @@ class ClusterListApi(_ReadList):
     filterset_fields = ["name"]
 
     def get_queryset(self):
-        return cluster_list()
+        return cluster_list().filter(kind=ClusterKind.LIVE)
 
 
 class ClusterDetailApi(ReadApi):
     @extend_schema(summary="One cluster", responses=s.ClusterSerializer)
     def get(self, request: Request, cluster_id: int) -> Response:
-        return Response(s.ClusterSerializer(_get(Cluster, cluster_id)).data)
+        cluster = Cluster.objects.filter(pk=cluster_id, kind=ClusterKind.LIVE).first()
+        if cluster is None:
+            raise NotFound(f"live cluster {cluster_id} does not exist")
+        return Response(s.ClusterSerializer(cluster).data)
 
 
 @extend_schema_view(get=extend_schema(summary="List pools"))
 class PoolListApi(_ReadList):
     serializer_class = s.PoolSerializer
     filterset_class = PoolFilter
-    queryset = Pool.objects.select_related("gpu_type").order_by("cluster_id", "id")
+    queryset = Pool.objects.filter(cluster__kind=ClusterKind.LIVE).select_related(
+        "gpu_type").order_by("cluster_id", "id")
 
 
 @extend_schema_view(get=extend_schema(summary="List servers and their state"))
 class ServerListApi(_ReadList):
     serializer_class = s.ServerSerializer
     filterset_class = ServerFilter
-    queryset = Server.objects.select_related("pool").order_by("pool_id", "id")
+    queryset = Server.objects.filter(pool__cluster__kind=ClusterKind.LIVE).select_related(
+        "pool").order_by("pool_id", "id")
 
 
 @extend_schema_view(get=extend_schema(summary="List live jobs"))

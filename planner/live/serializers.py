@@ -8,7 +8,7 @@ from __future__ import annotations
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from planner.clusters.models import Cluster, Pool, PoolKind, Server
+from planner.clusters.models import Cluster, ClusterKind, Pool, PoolKind, Server
 from planner.core.schema import POLICY_CHOICES, RECLAIM_STRATEGY_CHOICES
 from planner.core.serializers import StrictSerializer
 from planner.live.models import Decision, Job, JobStatus
@@ -79,7 +79,9 @@ class JobSerializer(serializers.ModelSerializer):
 
 
 class JobSubmitSerializer(StrictSerializer):
-    cluster = serializers.PrimaryKeyRelatedField(queryset=Cluster.objects.all())
+    cluster = serializers.PrimaryKeyRelatedField(
+        queryset=Cluster.objects.filter(kind=ClusterKind.LIVE),
+        help_text="a live cluster (what-if clusters are scenario templates and take no jobs)")
     name = serializers.RegexField(r"^[A-Za-z0-9][A-Za-z0-9._:@/-]*$", max_length=100,
                                   help_text="the client's job id, unique in the cluster")
     num_gpus = serializers.IntegerField(min_value=1, max_value=MAX_GPUS,

@@ -27,7 +27,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Count, Exists, F, OuterRef, Q, Sum
 from django.utils import timezone
 
-from planner.clusters.models import Cluster, PoolKind, Server, ServerStatus
+from planner.clusters.models import Cluster, ClusterKind, PoolKind, Server, ServerStatus
 from planner.live.models import (
     ACTIVE_STATUSES,
     Decision,
@@ -60,7 +60,9 @@ class IdempotencyConflict(Exception):
 
 
 def _cluster_lock(*, cluster_id: int) -> Cluster:
-    return Cluster.objects.select_for_update().get(pk=cluster_id)
+    """The live cluster's row, locked; a what-if cluster (a scenario's template, whose servers
+    never run) is no live cluster: `Cluster.DoesNotExist`."""
+    return Cluster.objects.select_for_update().get(pk=cluster_id, kind=ClusterKind.LIVE)
 
 
 # --- jobs ------------------------------------------------------------------------------------

@@ -224,3 +224,27 @@ def test_throttling_answers_429(cluster, viewer) -> None:
     rates = {"live-read": "2/min", "live-decide": "1/min"}
     with override_settings(PLANNER_LIVE_THROTTLE_RATES=rates):
         assert [viewer.get("/api/v1/jobs/").status_code for _ in range(3)] == [200, 200, 429]
+
+
+@pytest.mark.django_db
+def test_a_what_if_cluster_is_no_live_cluster(cluster, operator) -> None:
+    """A scenario's template cluster never runs: the live API neither lists it nor takes its
+    jobs or decisions, while the live cluster beside it is served as before."""
+    from planner.clusters.models import ClusterKind
+    from planner.clusters.services import cluster_create_from_spec
+    from tests.planner.live.conftest import LIVE_SPEC
+
+    template = cluster_create_from_spec(spec_text=LIVE_SPEC.format(name="what-if", inference=2),
+                                        kind=ClusterKind.WHAT_IF)
+    names = [row["name"] for row in operator.get("/api/v1/clusters/").json()["results"]]
+    assert names == ["live"]
+    assert operator.get(f"/api/v1/clusters/{template.pk}/").status_code == 404
+    servers = operator.get(f"/api/v1/servers/?cluster={template.pk}").json()
+    assert servers["count"] == 0
+    refused = operator.post("/api/v1/jobs/", {"cluster": template.pk, "name": "j", "num_gpus": 1,
+                                              "duration_seconds": 60}, format="json")
+    assert refused.status_code == 400 and "cluster" in refused.json()
+    loan = post(operator, f"/api/v1/clusters/{template.pk}/decisions/loan", {"count": 1})
+    assert loan.status_code == 404
+    assert post(operator, f"/api/v1/clusters/{cluster.pk}/decisions/loan",
+                {"count": 1}).status_code == 200
