@@ -225,6 +225,18 @@ class Axis:
             raise InputError(f"unknown axis {self.kind!r} (known: {AXIS_SERVERS}, {AXIS_LOAN}, "
                              f"{AXIS_PARAM})", field=f"{field}.kind")
 
+    def check_range(self, cluster: ClusterSpec, low: int, high: int) -> None:
+        """A range every level of which the axis can build (InputError on `min`/`max`)."""
+        if not 0 <= low <= high:
+            raise InputError(f"the range {low} to {high} is empty or negative", field="min")
+        top = {AXIS_SERVERS: MAX_SERVERS_PER_POOL,
+               AXIS_LOAN: _inference_servers(cluster)}.get(self.kind)
+        if top is not None and high > top:
+            what = "servers a pool holds" if self.kind == AXIS_SERVERS else "inference servers"
+            raise InputError(f"{high} is over the {top:,} {what}", field="max")
+        if self.kind == AXIS_SERVERS and low < 1:
+            raise InputError("a pool needs at least 1 server", field="min")
+
     def pool_servers(self, cluster: ClusterSpec, level: int) -> dict[str, int]:
         """Servers axis: the lead pool has `level` servers, the others keep their ratio."""
         lead = cluster.pool(self.pools[0])

@@ -321,8 +321,11 @@ def _size_problem(args: argparse.Namespace, inputs: tuple) -> tuple[capacity.Pro
     else:
         low, high = args.min, args.max
     if axis.kind == capacity.AXIS_SERVERS:
-        fits = axis.fitting_level(cluster, workload, max(high, 1))
-        low = max(low, fits)
+        low = max(low, axis.fitting_level(cluster, workload, max(high, 1)))
+    try:
+        axis.check_range(cluster, low, high)
+    except InputError as exc:
+        raise InputError(exc.message, field=f"--{exc.field}") from None
     try:
         seeds = tuple(int(s) for s in args.seeds.split(","))
     except ValueError:

@@ -70,7 +70,7 @@ def test_two_processes_give_the_answer_of_one(tmp_path, inputs):
     (["--target", "makespan<=1h", "--cost", "V100=1", "--pool", "training", "--seeds", "a"],
      "field '--seeds'"),
     (["--target", "makespan<=1h", "--cost", "V100=1", "--pool", "training",
-      "--min", "9", "--max", "4"], "field '--min/--max'"),
+      "--min", "9", "--max", "4"], "field '--min'"),
     (["--cost", "V100=1", "--pool", "training"], "field '--target'"),
 ])
 def test_bad_input_exits_2_naming_the_argument(tmp_path, inputs, capsys, extra, message):
