@@ -5,73 +5,138 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('scenarios', '0002_run_dispatched_at'),
+        ("scenarios", "0002_run_dispatched_at"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='CapacitySearch',
+            name="CapacitySearch",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(blank=True, max_length=200)),
-                ('policies', models.JSONField(default=list)),
-                ('targets', models.JSONField(default=list)),
-                ('costs', models.JSONField(default=dict)),
-                ('axis', models.JSONField(default=dict)),
-                ('low', models.PositiveIntegerField()),
-                ('high', models.PositiveIntegerField()),
-                ('seeds', models.JSONField(default=list)),
-                ('points_per_round', models.PositiveSmallIntegerField(default=1)),
-                ('baseline', models.CharField(blank=True, max_length=64)),
-                ('reference_level', models.IntegerField(blank=True, help_text="the axis' level as the scenario gives it", null=True)),
-                ('status', models.CharField(choices=[('running', 'Running'), ('succeeded', 'Succeeded'), ('failed', 'Failed')], default='running', max_length=16)),
-                ('rounds', models.PositiveIntegerField(default=0)),
-                ('failures', models.JSONField(blank=True, default=dict, help_text='policy -> why it stopped')),
-                ('result', models.JSONField(blank=True, null=True)),
-                ('error', models.TextField(blank=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('scenario', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='capacity_searches', to='scenarios.scenario')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("name", models.CharField(blank=True, max_length=200)),
+                ("policies", models.JSONField(default=list)),
+                ("targets", models.JSONField(default=list)),
+                ("costs", models.JSONField(default=dict)),
+                ("axis", models.JSONField(default=dict)),
+                ("low", models.PositiveIntegerField()),
+                ("high", models.PositiveIntegerField()),
+                ("seeds", models.JSONField(default=list)),
+                ("points_per_round", models.PositiveSmallIntegerField(default=1)),
+                ("baseline", models.CharField(blank=True, max_length=64)),
+                (
+                    "reference_level",
+                    models.IntegerField(
+                        blank=True, help_text="the axis' level as the scenario gives it", null=True
+                    ),
+                ),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("running", "Running"),
+                            ("succeeded", "Succeeded"),
+                            ("failed", "Failed"),
+                        ],
+                        default="running",
+                        max_length=16,
+                    ),
+                ),
+                ("rounds", models.PositiveIntegerField(default=0)),
+                (
+                    "failures",
+                    models.JSONField(
+                        blank=True, default=dict, help_text="policy -> why it stopped"
+                    ),
+                ),
+                ("result", models.JSONField(blank=True, null=True)),
+                ("error", models.TextField(blank=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "scenario",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="capacity_searches",
+                        to="scenarios.scenario",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at', '-id'],
+                "ordering": ["-created_at", "-id"],
             },
         ),
         migrations.CreateModel(
-            name='CapacityPoint',
+            name="CapacityPoint",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('policy', models.CharField(max_length=64)),
-                ('level', models.IntegerField()),
-                ('seed', models.PositiveIntegerField()),
-                ('round', models.PositiveIntegerField()),
-                ('measurement', models.JSONField(blank=True, null=True)),
-                ('run', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='capacity_points', to='scenarios.run')),
-                ('search', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='points', to='capacity.capacitysearch')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("policy", models.CharField(max_length=64)),
+                ("level", models.IntegerField()),
+                ("seed", models.PositiveIntegerField()),
+                ("round", models.PositiveIntegerField()),
+                ("measurement", models.JSONField(blank=True, null=True)),
+                (
+                    "run",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="capacity_points",
+                        to="scenarios.run",
+                    ),
+                ),
+                (
+                    "search",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="points",
+                        to="capacity.capacitysearch",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['round', 'policy', 'level', 'seed'],
+                "ordering": ["round", "policy", "level", "seed"],
             },
         ),
         migrations.AddConstraint(
-            model_name='capacitysearch',
-            constraint=models.CheckConstraint(condition=models.Q(('status__in', ['running', 'succeeded', 'failed'])), name='capacity_status_valid'),
+            model_name="capacitysearch",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("status__in", ["running", "succeeded", "failed"])),
+                name="capacity_status_valid",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='capacitysearch',
-            constraint=models.CheckConstraint(condition=models.Q(('low__lte', models.F('high'))), name='capacity_range_ordered'),
+            model_name="capacitysearch",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("low__lte", models.F("high"))), name="capacity_range_ordered"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='capacitysearch',
-            constraint=models.CheckConstraint(condition=models.Q(models.Q(('status', 'succeeded'), _negated=True), ('result__isnull', False), _connector='OR'), name='capacity_succeeded_has_result'),
+            model_name="capacitysearch",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    models.Q(("status", "succeeded"), _negated=True),
+                    ("result__isnull", False),
+                    _connector="OR",
+                ),
+                name="capacity_succeeded_has_result",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='capacitypoint',
-            constraint=models.UniqueConstraint(fields=('search', 'policy', 'level', 'seed'), name='capacity_point_unique'),
+            model_name="capacitypoint",
+            constraint=models.UniqueConstraint(
+                fields=("search", "policy", "level", "seed"), name="capacity_point_unique"
+            ),
         ),
     ]

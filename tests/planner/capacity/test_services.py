@@ -8,7 +8,7 @@ import pytest
 from planner.capacity import services
 from planner.capacity.models import CapacityPoint, CapacitySearch, CapacityStatus
 from planner.scenarios import services as scenario_services
-from planner.scenarios.models import Run, RunStatus
+from planner.scenarios.models import Run
 from simulation.errors import InputError
 from tests.planner.capacity.conftest import drive, scenario_make
 
