@@ -130,6 +130,21 @@ def format_value(metric: str, value: float | None) -> str:
     return f"{value:,.4g}"
 
 
+def format_mean_ci(metric: str, cell: Mapping[str, Any]) -> str:
+    """`mean ± half-width` of a `mean_ci95` cell, both in the mean's unit."""
+    mean, half = cell["mean"], cell["ci95"]
+    if mean is None:
+        return "–"
+    if half is None:
+        return format_value(metric, mean)
+    if metric in TIME_METRICS:
+        unit, scale = time_unit(mean)
+        return f"{mean / scale:,.1f} ± {half / scale:,.1f} {unit}"
+    if metric in SHARE_METRICS:
+        return f"{mean:.2%} ± {half:.2%}"
+    return f"{mean:,.3f} ± {half:,.3f}"
+
+
 @dataclass(frozen=True, slots=True)
 class CostModel:
     """Price per GPU-hour of each GPU type, and an optional fixed price per server-hour."""

@@ -374,9 +374,7 @@ def _print_size(result: dict, wall: float) -> None:
             if stats is None:
                 row.append("")
                 continue
-            ci = stats["ci95"]
-            row.append(capacity.format_value(t["metric"], stats["mean"]) + (
-                f" ± {capacity.format_value(t['metric'], ci)}" if ci is not None else ""))
+            row.append(capacity.format_mean_ci(t["metric"], stats))
         cells.append(row)
     widths = [max(len(h), *(len(r[i]) for r in cells)) for i, h in enumerate(headers)]
     print("  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)))

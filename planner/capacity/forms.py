@@ -49,6 +49,12 @@ class CapacitySearchForm(forms.Form):
         self.fields["policies"].choices = [(n, n) for n in names]
         self.fields["policies"].initial = names
         self.fields["seeds"].initial = ", ".join(str(s) for s in scenario.seeds)
+        types = sorted(scenario.cluster.pools.values_list("gpu_type__name", flat=True)
+                       .distinct())
+        self.fields["costs"].help_text = ("price per GPU-hour of each GPU type the cluster "
+                                          f"uses ({', '.join(types)}), e.g. {types[0]}=2.5"
+                                          if types else self.fields["costs"].help_text)
+        self.fields["costs"].initial = " ".join(f"{t}=" for t in types)
 
     def service_arguments(self) -> dict[str, Any]:
         """The cleaned form as `capacity_search_start`'s keywords; InputError names the

@@ -37,10 +37,14 @@ def _search_or_404(search_id: int) -> CapacitySearch:
 def capacity_list(request: HttpRequest) -> HttpResponse:
     searches = list(selectors.capacity_search_list()[:100])
     return render(request, "capacity/list.html", {
-        "searches": [{"search": s, "progress": selectors.capacity_search_progress(search=s)}
-                     for s in searches],
+        "searches": [{"search": s, "progress": selectors.capacity_search_progress(search=s),
+                      "targets": _target_texts(s)} for s in searches],
         "refresh_seconds": REFRESH_SECONDS if any(s.active for s in searches) else 0,
         "nav": "capacity"})
+
+
+def _target_texts(search: CapacitySearch) -> list[str]:
+    return [str(capacity.Target(t["metric"], t["bound"])) for t in search.targets]
 
 
 @role_required(PLAN)
@@ -89,7 +93,7 @@ def capacity_detail(request: HttpRequest, search_id: int) -> HttpResponse:
             for p in policies]
     return render(request, "capacity/detail.html", {
         "search": search, "result": result, "rows": rows,
-        "targets": [capacity.Target(t["metric"], t["bound"]) for t in search.targets],
+        "targets": _target_texts(search),
         "progress": selectors.capacity_search_progress(search=search),
         "charts": chart_payloads(charts), "filename_prefix": f"capacity-{search.pk}",
         "refresh_seconds": REFRESH_SECONDS if search.active else 0, "nav": "capacity"})
@@ -99,12 +103,7 @@ def _metric_cell(entry: dict, target: dict) -> str:
     """The answer's (or, when nothing met the targets, the largest level's) mean ± 95 %."""
     stats = entry.get("metrics") or entry.get("closest", {}).get("metrics", {})
     cell = stats.get(target["metric"])
-    if cell is None:
-        return "–"
-    text = capacity.format_value(target["metric"], cell["mean"])
-    if cell["ci95"] is not None:
-        text += f" ± {capacity.format_value(target['metric'], cell['ci95'])}"
-    return text
+    return "–" if cell is None else capacity.format_mean_ci(target["metric"], cell)
 
 
 @role_required(READ)

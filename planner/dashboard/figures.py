@@ -613,8 +613,7 @@ def capacity_frontier_figure(policies: Sequence[Mapping[str, Any]], *, metric: s
             x=[pt["cost_per_hour"] for pt in points], y=mean, name=entry["policy"],
             mode="lines+markers", line={"color": color, "width": 1},
             error_y={"type": "data", "array": half, "visible": True, "thickness": 1},
-            marker={"color": [color if pt["feasible"] else "white" for pt in points],
-                    "line": {"color": color, "width": 2}, "size": 9,
+            marker={"color": color, "line": {"color": color, "width": 2}, "size": 10,
                     "symbol": ["circle" if pt["feasible"] else "circle-open" for pt in points]},
             customdata=[[pt["size"], "meets" if pt["feasible"] else "misses"]
                         for pt in points],
@@ -625,4 +624,5 @@ def capacity_frontier_figure(policies: Sequence[Mapping[str, Any]], *, metric: s
     fig.add_hline(y=bound / scale, line={"dash": "dash", "color": "#555", "width": 1},
                   annotation_text=f"bound {bound / scale:,.3g}{(' ' + unit) if unit else ''}",
                   annotation_position="top left")
+    fig.update_yaxes(rangemode="nonnegative")
     return fig

@@ -248,3 +248,12 @@ def test_the_saving_sentence_compares_the_cheapest_with_the_baseline():
     assert result["saving"]["sentence"] == (
         "tiresias meets queuing.p95 <= 1 s with 20% fewer training GPUs than fifo "
         "(64 vs 80 GPUs, 20% lower cost)")
+
+
+@pytest.mark.parametrize(("metric", "cell", "text"), [
+    ("queuing.p95", {"mean": 3099.0, "ci95": 13344.0}, "51.6 ± 222.4 min"),
+    ("jct.mean", {"mean": 90000.0, "ci95": None}, "25 h"),
+    ("slowed_share", {"mean": 0.0125, "ci95": 0.005}, "1.25% ± 0.50%"),
+])
+def test_a_mean_and_its_interval_read_in_the_means_unit(metric, cell, text):
+    assert capacity.format_mean_ci(metric, cell) == text
