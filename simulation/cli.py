@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import math
 import os
 import sys
 import time
@@ -331,8 +330,9 @@ def _size_problem(args: argparse.Namespace, inputs: tuple) -> tuple[capacity.Pro
     except ValueError:
         raise InputError(f"expected comma-separated whole numbers, got {args.seeds!r}",
                          field="--seeds") from None
-    per_round = args.points_per_round or max(
-        1, math.ceil(args.jobs / (len(args.policy) * len(seeds))))
+    # As many levels per policy as processes: a round lasts as long as its slowest policy's
+    # runs, so that policy alone should be able to fill the processes.
+    per_round = args.points_per_round or args.jobs
     try:
         problem = capacity.Problem(
             policies=tuple(args.policy), targets=targets, axis=axis, low=low, high=high,
@@ -482,7 +482,7 @@ def build_parser() -> argparse.ArgumentParser:
                       "against and slowed_share refers to (default fifo, else the first)")
     size.add_argument("--jobs", type=int, default=1, help="parallel processes")
     size.add_argument("--points-per-round", type=int, default=None,
-                      help="levels per policy per round (default: enough to fill --jobs)")
+                      help="levels per policy per round (default: --jobs)")
     size.set_defaults(func=cmd_size)
 
     repro = sub.add_parser("reproduce", help="papers' headline results, paper beside ours")
