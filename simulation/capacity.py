@@ -555,10 +555,11 @@ def answer(problem: Problem, measured: Mapping[Point, Measurement], *, cluster: 
 
 
 def saving(problem: Problem, policies: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
-    """The cheapest answer against the baseline's, in one sentence; None unless both found."""
+    """The cheapest answer against the baseline's, in one sentence; None unless the baseline
+    and another policy found one."""
     found = {p["policy"]: p for p in policies if p["status"] == "found"}
     baseline = found.get(problem.baseline_policy)
-    if baseline is None or not found:
+    if baseline is None or len(found) < 2:
         return None
     best = min(found.values(), key=lambda p: (p["cost_per_hour"], p["level"],
                                               p["policy"] != problem.baseline_policy))
@@ -569,7 +570,7 @@ def saving(problem: Problem, policies: Sequence[Mapping[str, Any]]) -> dict[str,
     axis = problem.axis
     if axis.kind == AXIS_PARAM:
         out["sentence"] = (f"{best['policy']} meets {targets} with {axis.param}="
-                           f"{best['level']}; {baseline['policy']} needs {baseline['level']}")
+                           f"{best['level']}, {baseline['policy']} with {baseline['level']}")
         return out
     best_gpus, base_gpus = sum(best["gpus"].values()), sum(baseline["gpus"].values())
     share = 1 - best_gpus / base_gpus if base_gpus else 0.0
