@@ -90,4 +90,7 @@ class CapacitySearchForm(forms.Form):
             field = AXIS_FIELDS.get(raw, "axis")
         else:
             field = raw.split(".")[0]
-        self.add_error(field if field in self.fields else None, error.message)
+        message = error.message
+        if field == "targets" and "[" in (error.field or ""):  # targets[1]: the second line
+            message = f"line {int(error.field.split('[')[1].rstrip(']')) + 1}: {message}"
+        self.add_error(field if field in self.fields else None, message)

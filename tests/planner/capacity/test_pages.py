@@ -71,7 +71,7 @@ def test_the_form_shows_an_error_next_to_its_input_and_saves_nothing(planner_cli
             "axis": "servers", "pools": "training", "points_per_round": "1"}
     page = planner_client.post(f"/capacity/new/{scenario.pk}/", form)
     assert page.status_code == 400
-    assert "jct.mean is not a share" in page.content.decode()
+    assert "line 1: jct.mean is not a share" in page.content.decode()
     assert CapacitySearch.objects.count() == 0
     page = planner_client.post(f"/capacity/new/{scenario.pk}/", {**form, "targets":
                                                                   "jct.mean<=90min"})
