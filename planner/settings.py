@@ -107,6 +107,7 @@ INSTALLED_APPS = [
     "planner.dashboard",
     "planner.live",
     "planner.reproductions",
+    "planner.capacity",
 ]
 
 MIDDLEWARE = [
@@ -317,10 +318,17 @@ CELERY_TIMEZONE = TIME_ZONE
 # delays it: start one worker on that queue (`celery -A planner worker -Q maintenance`).
 PLANNER_MAINTENANCE_SECONDS = env_float("PLANNER_MAINTENANCE_SECONDS", 15.0)
 PLANNER_MAINTENANCE_QUEUE = env_str("PLANNER_MAINTENANCE_QUEUE", "maintenance")
-CELERY_TASK_ROUTES = {"scenarios.maintenance": {"queue": PLANNER_MAINTENANCE_QUEUE}}
+# `capacity.maintenance` moves on capacity searches whose last run's signal was lost.
+CELERY_TASK_ROUTES = {"scenarios.maintenance": {"queue": PLANNER_MAINTENANCE_QUEUE},
+                      "capacity.maintenance": {"queue": PLANNER_MAINTENANCE_QUEUE}}
 CELERY_BEAT_SCHEDULE = {
     "maintenance": {
         "task": "scenarios.maintenance",
+        "schedule": PLANNER_MAINTENANCE_SECONDS,
+        "options": {"expires": PLANNER_MAINTENANCE_SECONDS},
+    },
+    "capacity-maintenance": {
+        "task": "capacity.maintenance",
         "schedule": PLANNER_MAINTENANCE_SECONDS,
         "options": {"expires": PLANNER_MAINTENANCE_SECONDS},
     },

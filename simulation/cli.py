@@ -1,4 +1,4 @@
-"""`python -m simulation run|policies|compare|decide|reproduce` (DESIGN.md, CLI).
+"""`python -m simulation run|policies|compare|decide|reproduce|size` (DESIGN.md, CLI).
 
 User errors (a malformed trace, spec or setting) exit with code 2 and one line naming the
 file, line and field; a policy that makes an invalid decision is a bug and exits with 1.
@@ -15,6 +15,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from simulation import capacity
 from simulation.decide import DECIDERS
 from simulation.engine import EngineConfig
 from simulation.errors import InputError, InvalidDecision, InvariantViolation
@@ -256,19 +257,190 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     return 0
 
 
+SIZE_COLUMNS = ("policy", "status", "level", "size", "cost_per_hour", "evaluations")
+
+
+def _size_evaluator(args: argparse.Namespace, inputs: tuple, problem: capacity.Problem):
+    """Points of a round simulated together: in this process, or on `--jobs` processes."""
+    cluster, workload, load = inputs
+    settings = _parse_settings(args.set)
+    with_jobs = problem.needs_reference
+    if args.jobs <= 1:
+        def evaluate(points: list[capacity.Point]) -> dict:
+            return {p: capacity.evaluate_point(cluster, workload, p, problem.axis,
+                                               settings=settings, inference_load=load,
+                                               with_jobs=with_jobs) for p in points}
+        return evaluate, None
+    from concurrent.futures import ProcessPoolExecutor
+
+    pool = ProcessPoolExecutor(max_workers=args.jobs)
+
+    def evaluate_parallel(points: list[capacity.Point]) -> dict:
+        futures = {p: pool.submit(capacity.evaluate_point, cluster, workload, p, problem.axis,
+                                  settings=settings, inference_load=load, with_jobs=with_jobs)
+                   for p in points}
+        return {p: future.result() for p, future in futures.items()}
+    return evaluate_parallel, pool
+
+
+def _size_problem(args: argparse.Namespace, inputs: tuple) -> tuple[capacity.Problem,
+                                                                    capacity.CostModel]:
+    """The question from the arguments; an InputError names the argument at fault."""
+    cluster, workload, _ = inputs
+    targets = tuple(capacity.Target.parse(text, field="--target") for text in args.target)
+    if not targets:
+        raise InputError("give at least one --target METRIC<=BOUND", field="--target")
+    costs = capacity.CostModel.checked(capacity.parse_pairs(args.cost, field="--cost"),
+                                       capacity.parse_pairs(args.server_cost,
+                                                            field="--server-cost"))
+    if args.loan + bool(args.pool) + bool(args.param) != 1:
+        raise InputError("size exactly one of --pool NAME (repeatable), --loan or --param NAME",
+                         field="--pool")
+    axis = (capacity.Axis(capacity.AXIS_SERVERS, pools=tuple(args.pool)) if args.pool
+            else capacity.Axis(capacity.AXIS_LOAN) if args.loan
+            else capacity.Axis(capacity.AXIS_PARAM, param=args.param))
+    try:
+        axis.check(cluster)
+        costs.check(cluster)
+    except InputError as exc:
+        where = {"axis.pools": "--pool", "axis.kind": "--loan", "axis.param": "--param",
+                 "costs.gpu_hour": "--cost"}.get(exc.field or "", exc.field)
+        raise InputError(exc.message, field=where) from None
+    settings = _parse_settings(args.set)
+    for policy in args.policy:
+        if policy not in registry():
+            raise InputError(f"unknown policy {policy!r} (known: {', '.join(registry())})",
+                             field="--policy")
+    if args.min is None or args.max is None:
+        if axis.kind == capacity.AXIS_PARAM:
+            raise InputError(f"give --min and --max for {args.param}", field="--min")
+        low, high = axis.default_range(cluster, workload)
+        low = low if args.min is None else args.min
+        high = high if args.max is None else args.max
+    else:
+        low, high = args.min, args.max
+    if axis.kind == capacity.AXIS_SERVERS:
+        low = max(low, axis.fitting_level(cluster, workload, max(high, 1)))
+    try:
+        axis.check_range(cluster, low, high)
+    except InputError as exc:
+        raise InputError(exc.message, field=f"--{exc.field}") from None
+    try:
+        seeds = tuple(int(s) for s in args.seeds.split(","))
+    except ValueError:
+        raise InputError(f"expected comma-separated whole numbers, got {args.seeds!r}",
+                         field="--seeds") from None
+    # As many levels per policy as processes: a round lasts as long as its slowest policy's
+    # runs, so that policy alone should be able to fill the processes.
+    per_round = args.points_per_round or args.jobs
+    try:
+        problem = capacity.Problem(
+            policies=tuple(args.policy), targets=targets, axis=axis, low=low, high=high,
+            seeds=seeds, points_per_round=per_round, baseline=args.baseline or "",
+            reference_level=axis.reference(cluster, settings))
+    except InputError as exc:
+        where = {"range": "--min/--max", "seeds": "--seeds", "policies": "--policy",
+                 "targets": "--target", "points_per_round": "--points-per-round"}
+        raise InputError(exc.message, field=where.get(exc.field or "", exc.field)) from None
+    if problem.baseline and problem.baseline not in problem.policies:
+        raise InputError(f"{problem.baseline!r} is not one of the --policy values",
+                         field="--baseline")
+    return problem, costs
+
+
+def size_rows(result: dict) -> list[dict[str, object]]:
+    return [{"policy": p["policy"], "status": p["status"], "level": p.get("level", ""),
+             "size": p.get("size", ""), "cost_per_hour": p.get("cost_per_hour", ""),
+             "evaluations": p["evaluations"],
+             **{t["metric"]: p["metrics"][t["metric"]]["mean"] if "metrics" in p else ""
+                for t in result["targets"]},
+             **{f"{t['metric']}_ci95": p["metrics"][t["metric"]]["ci95"] if "metrics" in p
+                else "" for t in result["targets"]}}
+            for p in result["policies"]]
+
+
+def _print_size(result: dict, wall: float) -> None:
+    headers = ["policy", "answer", "size", "cost/h", "runs"] + [
+        t["text"] for t in result["targets"]]
+    cells = []
+    for p in result["policies"]:
+        row = [p["policy"], p["status"] if p["status"] != "found" else str(p["level"]),
+               p.get("size", f"not met at {p['closest']['size']} (--max)"
+                     if "closest" in p else p.get("error", "")),
+               f"{p['cost_per_hour']:,.2f}" if "cost_per_hour" in p else "",
+               str(p["evaluations"])]
+        for t in result["targets"]:
+            stats = p.get("metrics", p.get("closest", {}).get("metrics", {})).get(t["metric"])
+            if stats is None:
+                row.append("")
+                continue
+            row.append(capacity.format_mean_ci(t["metric"], stats))
+        cells.append(row)
+    widths = [max(len(h), *(len(r[i]) for r in cells)) for i, h in enumerate(headers)]
+    print("  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)))
+    for r in cells:
+        print("  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)))
+    for p in result["policies"]:
+        if p["non_monotone"]:
+            pairs = ", ".join(f"{a} meets but {b} misses" for a, b in p["non_monotone"])
+            print(f"warning: {p['policy']} is not monotone in the level ({pairs}); the answer "
+                  "is the least level above which every evaluated level met the targets")
+        if p.get("at_range_bottom"):
+            print(f"note: {p['policy']} meets the targets at the bottom of the range "
+                  f"({p['level']}); a smaller size may too (lower --min)")
+    if result["saving"]:
+        print(result["saving"]["sentence"])
+    print(f"rule: {result['rule']}; {result['evaluations']} runs in {result['rounds']} "
+          f"rounds, {wall:.1f} s")
+
+
+def cmd_size(args: argparse.Namespace) -> int:
+    """The cheapest size per policy that meets every target (simulation/capacity.py)."""
+    if args.jobs < 1:
+        raise InputError("must be at least 1", field="--jobs")
+    inputs = _inputs(args)
+    problem, costs = _size_problem(args, inputs)
+    evaluate, pool = _size_evaluator(args, inputs, problem)
+    started = time.perf_counter()
+
+    def progress(rounds: int, runs: int) -> None:
+        print(f"[{time.perf_counter() - started:7.1f} s] round {rounds}: {runs} runs so far",
+              file=sys.stderr, flush=True)
+
+    try:
+        result = capacity.search(problem, evaluate, cluster=inputs[0], costs=costs,
+                                 progress=progress)
+    finally:
+        if pool is not None:
+            pool.shutdown(cancel_futures=True)
+    result["wall_seconds"] = round(time.perf_counter() - started, 3)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "capacity.json").write_text(json.dumps(result, indent=2) + "\n")
+    rows = size_rows(result)
+    with (out / "capacity.csv").open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    _print_size(result, result["wall_seconds"])
+    print(f"wrote {out}/capacity.json and capacity.csv")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m simulation",
                                      description="GPU cluster scheduling simulator")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    def inputs(p: argparse.ArgumentParser) -> None:
+    def inputs(p: argparse.ArgumentParser, *, seed: bool = True) -> None:
         p.add_argument("--cluster", required=True, help="cluster spec (YAML, JSON or CSV)")
         p.add_argument("--trace", required=True, help="workload trace CSV (any known format)")
         p.add_argument("--format", default=None, help="override trace format detection")
         p.add_argument("--inference-load", default=None, help="inference load CSV")
         p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                        help="policy parameter or engine setting (see `policies`)")
-        p.add_argument("--seed", type=int, default=0)
+        if seed:
+            p.add_argument("--seed", type=int, default=0)
         p.add_argument("--out", required=True, help="output folder")
 
     run = sub.add_parser("run", help="run one policy")
@@ -288,6 +460,30 @@ def build_parser() -> argparse.ArgumentParser:
     decide.add_argument("kind", choices=sorted(DECIDERS))
     decide.add_argument("--input", required=True, help="request JSON, as the REST API takes")
     decide.set_defaults(func=cmd_decide)
+
+    size = sub.add_parser("size", help="per policy, the cheapest size meeting every target")
+    inputs(size, seed=False)
+    size.add_argument("--policy", action="append", required=True)
+    size.add_argument("--target", action="append", default=[], metavar="METRIC<=BOUND",
+                      help="e.g. queuing.p95<=1h, jct.mean<=21600, slowed_share<=1%%")
+    size.add_argument("--cost", action="append", default=[], metavar="GPU_TYPE=PRICE",
+                      help="price per GPU-hour of a GPU type (every type the cluster uses)")
+    size.add_argument("--server-cost", action="append", default=[], metavar="GPU_TYPE=PRICE",
+                      help="fixed price per server-hour of a GPU type's servers")
+    size.add_argument("--pool", action="append", default=[],
+                      help="size this pool's servers (repeat: the others keep their ratio)")
+    size.add_argument("--loan", action="store_true",
+                      help="size the inference servers lendable (loan_headroom)")
+    size.add_argument("--param", default=None, help="size this integer policy parameter")
+    size.add_argument("--min", type=int, default=None, help="least level to consider")
+    size.add_argument("--max", type=int, default=None, help="largest level to consider")
+    size.add_argument("--seeds", default="0", help="comma-separated seeds (default 0)")
+    size.add_argument("--baseline", default=None, help="policy the saving is measured "
+                      "against and slowed_share refers to (default fifo, else the first)")
+    size.add_argument("--jobs", type=int, default=1, help="parallel processes")
+    size.add_argument("--points-per-round", type=int, default=None,
+                      help="levels per policy per round (default: --jobs)")
+    size.set_defaults(func=cmd_size)
 
     repro = sub.add_parser("reproduce", help="papers' headline results, paper beside ours")
     repro.add_argument("paper", help=f"a paper name ({', '.join(PAPERS)}) or all")

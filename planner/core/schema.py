@@ -64,6 +64,7 @@ TAGS = (
     (re.compile(r"^(sweeps/|scenarios/[^/]+/sweeps)"), "sweeps"),
     (re.compile(r"^scenarios/"), "scenarios"),
     (re.compile(r"^runs/"), "runs"),
+    (re.compile(r"^capacity-searches/"), "capacity"),
     (re.compile(r"^(decisions/|clusters/[^/]+/decisions/)"), "live decisions"),
     (re.compile(r"^jobs/"), "live jobs"),
     (re.compile(r"^(clusters|pools|servers)/"), "live state"),
@@ -76,6 +77,8 @@ TAG_DESCRIPTIONS = {
                  "launching one creates a run per policy and seed.",
     "runs": "Simulations: progress, results and their export, cancel, re-run.",
     "sweeps": "Parameter grids over a scenario, aggregated across seeds.",
+    "capacity": "Capacity searches: per policy, the cheapest cluster size, loan headroom or "
+                "parameter value meeting every target across the seeds, run as sweeps' runs.",
     "live state": "Clusters, pools and servers as the live API keeps them.",
     "live jobs": "Training jobs submitted to a live cluster: submit, report, cancel, hosts.",
     "live decisions": "Loan, reclaim and schedule decisions, stateful (on a cluster's live "

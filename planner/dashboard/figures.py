@@ -584,3 +584,45 @@ def _series_text(column: str) -> tuple[str, str]:
 def _tint(hex_color: str, alpha: float = 0.18) -> str:
     red, green, blue = (int(hex_color[i:i + 2], 16) for i in (1, 3, 5))
     return f"rgba({red},{green},{blue},{alpha})"
+
+
+def capacity_frontier_figure(policies: Sequence[Mapping[str, Any]], *, metric: str,
+                             bound: float, colors: Mapping[str, str] | None = None
+                             ) -> go.Figure:
+    """A capacity search's frontier for one target: every evaluated level of each policy,
+    cost per hour against the metric's mean over seeds (95 % interval bars), filled markers
+    where the level met every target, open where it missed one, the bound as a dashed line.
+
+    `policies` is `simulation.capacity.answer`'s list; times read in one unit (h, min, s).
+    """
+    from simulation.capacity import TIME_METRICS
+
+    colors = colors or policy_colors(p["policy"] for p in policies)
+    values = [pt["metrics"][metric]["mean"] for p in policies for pt in p["points"]]
+    unit, scale = (time_unit(max([bound, *values])) if metric in TIME_METRICS else ("", 1.0))
+    suffix = f" ({unit})" if unit else ""
+    fig = _figure(xaxis_title="cost per hour", yaxis_title=f"{metric}{suffix}")
+    for entry in policies:
+        points = sorted(entry["points"], key=lambda pt: pt["cost_per_hour"])
+        if not points:
+            continue
+        color = colors[entry["policy"]]
+        mean = [pt["metrics"][metric]["mean"] / scale for pt in points]
+        half = [(pt["metrics"][metric]["ci95"] or 0.0) / scale for pt in points]
+        fig.add_trace(go.Scatter(
+            x=[pt["cost_per_hour"] for pt in points], y=mean, name=entry["policy"],
+            mode="lines+markers", line={"color": color, "width": 1},
+            error_y={"type": "data", "array": half, "visible": True, "thickness": 1},
+            marker={"color": color, "line": {"color": color, "width": 2}, "size": 10,
+                    "symbol": ["circle" if pt["feasible"] else "circle-open" for pt in points]},
+            customdata=[[pt["size"], "meets" if pt["feasible"] else "misses"]
+                        for pt in points],
+            hovertemplate=("%{customdata[0]}: %{y:,.3g}" + (f" {unit}" if unit else "")
+                           + ", %{x:,.2f}/h, %{customdata[1]} the targets"
+                           f"<extra>{entry['policy']}</extra>"),
+        ))
+    fig.add_hline(y=bound / scale, line={"dash": "dash", "color": "#555", "width": 1},
+                  annotation_text=f"bound {bound / scale:,.3g}{(' ' + unit) if unit else ''}",
+                  annotation_position="top left")
+    fig.update_yaxes(rangemode="nonnegative")
+    return fig

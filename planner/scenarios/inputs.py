@@ -29,6 +29,7 @@ from planner.scenarios.models import (
     Workload,
     WorkloadKind,
 )
+from simulation.capacity import pools_resize
 from simulation.errors import InputError
 from simulation.limits import MAX_SEED, MAX_SERVERS, MAX_SERVERS_PER_POOL
 from simulation.model import ClusterSpec, InferenceLoad, JobSpec, PoolKind
@@ -139,9 +140,12 @@ def inference_load_to_simulation(*, profile: InferenceLoadProfile | None,
 
 def variant_apply(*, variant: dict[str, Any], cluster: ClusterSpec, workload: SimWorkload,
                   seed: int) -> tuple[ClusterSpec, SimWorkload]:
-    """Reshape the inputs for one sweep grid point (the axes in VARIANT_AXES)."""
+    """Reshape the inputs for one sweep grid point (the axes in VARIANT_AXES), or for a
+    capacity search's level (`pool_servers`: pool name -> servers)."""
     if "cluster_scale" in variant:
         cluster = cluster_scale(cluster=cluster, factor=float(variant["cluster_scale"]))
+    if "pool_servers" in variant:  # a capacity search's level: servers per named pool
+        cluster = pools_resize(cluster, variant["pool_servers"])
     if "load_scale" in variant:
         factor = float(variant["load_scale"])
         workload = dataclasses.replace(workload, jobs=tuple(

@@ -56,6 +56,7 @@ from planner.scenarios.models import (
     Workload,
     WorkloadKind,
 )
+from planner.scenarios.signals import run_ended
 from simulation.engine import EngineConfig
 from simulation.errors import InputError
 from simulation.limits import MAX_SEED, check_text, printable
@@ -705,11 +706,15 @@ def sweep_create(*, scenario: Scenario, grid: dict[str, list[Any]], name: str = 
 
 
 def _sweep_check_on_commit(*, run: Run) -> None:
-    """After commit, aggregate the sweep if this was its last run; a failure there (broker
-    down) is logged, and the periodic maintenance finishes the sweep instead."""
+    """After commit, aggregate the sweep if this was its last run, and tell `run_ended`'s
+    receivers; a failure there (broker down) is logged, and the periodic maintenance
+    finishes the sweep (or capacity search) instead."""
     if run.sweep_id is not None:
         sweep_id = run.sweep_id
         transaction.on_commit(lambda: sweep_finish_if_done(sweep_id=sweep_id), robust=True)
+    run_id = run.pk
+    transaction.on_commit(lambda: run_ended.send(sender=Run, run_id=run_id),
+                          robust=True)
 
 
 def sweep_finish_if_done(*, sweep_id: int) -> bool:

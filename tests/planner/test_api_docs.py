@@ -13,8 +13,8 @@ from drf_spectacular.generators import SchemaGenerator
 from simulation.policies import registry
 from simulation.reclaim import reclaim_strategies
 
-AREAS = ["health", "auth", "workloads", "scenarios", "runs", "sweeps", "live state",
-         "live jobs", "live decisions"]
+AREAS = ["health", "auth", "workloads", "scenarios", "runs", "sweeps", "capacity",
+         "live state", "live jobs", "live decisions"]
 
 
 @pytest.fixture(scope="module")
@@ -45,6 +45,8 @@ def test_every_operation_has_a_summary_and_one_area_tag(schema):
     ("POST /api/v1/scenarios/{scenario_id}/launch", "scenarios"),
     ("POST /api/v1/scenarios/{scenario_id}/sweeps", "sweeps"),
     ("GET /api/v1/runs/{run_id}/export.csv", "runs"),
+    ("POST /api/v1/capacity-searches/", "capacity"),
+    ("GET /api/v1/capacity-searches/{search_id}/", "capacity"),
     ("GET /api/v1/servers/", "live state"),
     ("POST /api/v1/jobs/{job_id}/progress", "live jobs"),
     ("POST /api/v1/clusters/{cluster_id}/decisions/reclaim", "live decisions"),
