@@ -312,7 +312,7 @@ CELERY_BROKER_CONNECTION_RETRY = True
 CELERY_BROKER_CONNECTION_MAX_RETRIES = None
 CELERY_TIMEZONE = TIME_ZONE
 
-# Periodic maintenance (planner.scenarios.dispatch.maintenance_run): fail runs whose worker was
+# Periodic maintenance (planner.scenarios.maintenance.maintenance_run): fail runs whose worker was
 # lost, send runs the broker never got, finish stalled sweeps. `celery -A planner beat` sends
 # it every PLANNER_MAINTENANCE_SECONDS to its own queue, so a worker busy with long runs never
 # delays it: start one worker on that queue (`celery -A planner worker -Q maintenance`).

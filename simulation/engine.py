@@ -31,7 +31,7 @@ from simulation.decisions import (
 )
 from simulation.dlt_models import strong_scaling_throughput
 from simulation.errors import InputError, InvalidDecision
-from simulation.metrics import RunResult, build_result
+from simulation.metrics import RunRecord, RunResult, build_result
 from simulation.model import ClusterSpec, InferenceLoad, PoolKind, Workload
 from simulation.policies.base import Policy
 from simulation.reclaim import ReclaimStrategy, get_reclaim_strategy
@@ -329,7 +329,14 @@ class Simulation:
                     self._push(now + self._interval, TICK, "", self._tick_version)
                     self._tick_pending = True
         self._advance(self.clock.now, final=True)
-        return build_result(self, wall_seconds=time.perf_counter() - started)
+        sampler = self.sampler
+        record = RunRecord(
+            jobs=list(state.jobs.values()), policy=self.policy, config=self.config,
+            cluster=self.cluster, trace=self.workload.source, counters=self.counters,
+            timeseries=sampler.rows, window=sampler.window, total_busy=sampler.total_busy,
+            total_inference_busy=sampler.total_inference_busy,
+            total_queued=sampler.total_queued, loan_log=self.loan_log)
+        return build_result(record, wall_seconds=time.perf_counter() - started)
 
     def _is_stale(self, entry: tuple[float, int, int, str, int]) -> bool:
         """A completion whose job was resized, preempted or re-timed since it was pushed, or

@@ -18,15 +18,12 @@ import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from simulation.errors import InvariantViolation
-from simulation.model import PoolKind
-
-if TYPE_CHECKING:
-    from simulation.engine import Simulation
+from simulation.model import ClusterSpec, PoolKind
 
 JOB_COLUMNS = (
     "job_id", "submit", "start", "end", "jct", "queuing", "preemptions", "num_gpus",
@@ -170,7 +167,26 @@ def percentiles(values: Sequence[float]) -> dict[str, float]:
     }
 
 
-def build_result(sim: Simulation, *, wall_seconds: float) -> RunResult:
+@dataclass(frozen=True, slots=True)
+class RunRecord:
+    """What a finished run leaves behind for its result: plain parts, not the engine that
+    made them (the engine builds one at the end of `Simulation.run`)."""
+
+    jobs: Sequence[Any]  # the engine's job states: spec, times, preemptions, scaling ops
+    policy: Any  # its name, declared params and optional `counters`
+    config: Any  # the EngineConfig
+    cluster: ClusterSpec
+    trace: str  # the workload's source
+    counters: Any  # loans, reclaims and collateral, as counted by the engine
+    timeseries: list[dict[str, Any]]
+    window: float  # seconds from the first submission to the last completion
+    total_busy: Mapping[str, float]  # GPU-seconds busy per pool over the window
+    total_inference_busy: float
+    total_queued: float  # queue length integrated over the window
+    loan_log: list[Any]
+
+
+def build_result(record: RunRecord, *, wall_seconds: float) -> RunResult:
     """Collect per-job records, the time series and the summary of a finished run."""
     rows: list[dict[str, Any]] = []
     jcts: list[float] = []
@@ -180,7 +196,7 @@ def build_result(sim: Simulation, *, wall_seconds: float) -> RunResult:
     overhead = 0.0
     first_submit = math.inf
     last_end = 0.0
-    for job in sim.state.jobs.values():
+    for job in record.jobs:
         spec = job.spec
         first_submit = min(first_submit, spec.submit_time)
         done = job.end_time is not None
@@ -219,17 +235,17 @@ def build_result(sim: Simulation, *, wall_seconds: float) -> RunResult:
         })
     n = len(rows)
     span = max(last_end - first_submit, 0.0) if n and last_end else 0.0
-    counters = sim.counters
-    timeseries = sim.sampler.rows
-    window = sim.sampler.window
+    counters = record.counters
+    timeseries = record.timeseries
+    window = record.window
     summary: dict[str, Any] = {
-        "policy": sim.policy.name,
-        "params": {p.name: getattr(sim.policy, p.name) for p in sim.policy.params},
-        "engine": engine_settings(sim.config),
-        "cadence": sim.config.cadence,
-        "seed": sim.config.seed,
-        "cluster": sim.cluster.name,
-        "trace": sim.workload.source,
+        "policy": record.policy.name,
+        "params": {p.name: getattr(record.policy, p.name) for p in record.policy.params},
+        "engine": engine_settings(record.config),
+        "cadence": record.config.cadence,
+        "seed": record.config.seed,
+        "cluster": record.cluster.name,
+        "trace": record.trace,
         "jobs": n,
         "finished": len(jcts),
         "unfinished": n - len(jcts),
@@ -242,10 +258,10 @@ def build_result(sim: Simulation, *, wall_seconds: float) -> RunResult:
         "scaling_ops": scaling_ops,
         "migrations": migrations,
         "overhead_gpu_seconds": round(overhead, 3),
-        "scaling_mode": sim.config.scaling_mode,
-        "policy_counters": dict(sorted(getattr(sim.policy, "counters", {}).items())),
-        "gpu_utilization": _utilization(sim, window),
-        "avg_queue_length": round(sim.sampler.total_queued / window, 6) if window > 0 else 0.0,
+        "scaling_mode": record.config.scaling_mode,
+        "policy_counters": dict(sorted(getattr(record.policy, "counters", {}).items())),
+        "gpu_utilization": _utilization(record, window),
+        "avg_queue_length": round(record.total_queued / window, 6) if window > 0 else 0.0,
         "blocking_index": round(blocking_index(timeseries), 6),
         "early_feedback": percentiles(feedback),
         "loaning": {
@@ -270,7 +286,7 @@ def build_result(sim: Simulation, *, wall_seconds: float) -> RunResult:
         "wall_seconds": round(wall_seconds, 4),
         "events_per_second": round(counters.events / wall_seconds, 1) if wall_seconds else 0.0,
     }
-    result = RunResult(summary=summary, jobs=rows, timeseries=timeseries, loan_log=sim.loan_log)
+    result = RunResult(summary=summary, jobs=rows, timeseries=timeseries, loan_log=record.loan_log)
     check_invariants(result, first_submit=first_submit)
     return result
 
@@ -320,14 +336,14 @@ def engine_settings(config: Any) -> dict[str, Any]:
     return settings
 
 
-def _utilization(sim: Simulation, window: float) -> dict[str, Any]:
+def _utilization(record: RunRecord, window: float) -> dict[str, Any]:
     """`utilization` of the training pools, of every pool, and overall (SUMMARY_KEYS)."""
-    busy = sim.sampler.total_busy
-    inference_busy = sim.sampler.total_inference_busy
+    busy = record.total_busy
+    inference_busy = record.total_inference_busy
     pools = {}
     training_busy = 0.0
     training_gpus = 0
-    for pool in sim.cluster.pools:
+    for pool in record.cluster.pools:
         pool_busy = busy[pool.name] + (inference_busy if pool.kind == PoolKind.INFERENCE else 0)
         pools[pool.name] = round(utilization(pool_busy, pool.gpus, window), 6)
         if pool.kind != PoolKind.INFERENCE:
@@ -336,7 +352,7 @@ def _utilization(sim: Simulation, window: float) -> dict[str, Any]:
     total = sum(busy.values()) + inference_busy
     return {
         "training": round(utilization(training_busy, training_gpus, window), 6),
-        "overall": round(utilization(total, sim.cluster.total_gpus, window), 6),
+        "overall": round(utilization(total, record.cluster.total_gpus, window), 6),
         "pools": pools,
     }
 

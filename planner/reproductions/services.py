@@ -9,7 +9,9 @@ from datetime import timedelta
 from django.db import transaction
 from django.utils import timezone
 
+from planner.celery import app
 from planner.reproductions.models import Reproduction, ReproductionStatus
+from planner.scenarios.dispatch import PUBLISH_RETRY_POLICY
 from simulation.errors import InputError
 from simulation.reproductions import PAPERS, reproduce
 
@@ -47,13 +49,10 @@ def reproduction_start(*, paper: str) -> Reproduction:
 
 def _dispatch(reproduction: Reproduction) -> None:
     """Send to a worker; a broker that does not answer fails it with the reason shown."""
-    from planner.reproductions.tasks import reproduction_execute_task
-    from planner.scenarios.dispatch import PUBLISH_RETRY_POLICY
-
-    try:
-        reproduction_execute_task.apply_async(args=[reproduction.pk],
-                                              task_id=reproduction.task_id, retry=True,
-                                              retry_policy=PUBLISH_RETRY_POLICY)
+    try:  # by name: the task module imports this one (planner.reproductions.tasks)
+        app.send_task("reproductions.execute", args=[reproduction.pk],
+                      task_id=reproduction.task_id, retry=True,
+                      retry_policy=PUBLISH_RETRY_POLICY)
     except Exception as error:  # any broker failure (kombu, redis, socket)
         logger.warning("broker unreachable; reproduction %s not sent: %s", reproduction.pk,
                        error)

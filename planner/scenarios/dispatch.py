@@ -11,6 +11,9 @@ Every send carries a fresh task id stored on the run, and a worker executes a me
 while its id is the run's (`run_execute(task_id=...)`): a message that survived next to its
 re-send is skipped, so sending again is always safe. Re-deliveries after a lost worker keep
 their id and take the run over as before.
+
+Tasks are sent by name (`send_task`), so this module imports neither the tasks nor the
+services: services enqueue through it, tasks call services, and nothing imports back.
 """
 
 from __future__ import annotations
@@ -19,11 +22,12 @@ import logging
 import uuid
 from datetime import datetime, timedelta
 
-from django.conf import settings
-from django.db.models import Exists, Max, OuterRef, Q
+from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
-from planner.scenarios.models import TERMINAL_STATUSES, Run, RunStatus, Sweep, SweepStatus
+from planner.celery import app
+from planner.scenarios.models import Run, RunStatus
 
 logger = logging.getLogger(__name__)
 
@@ -32,6 +36,8 @@ logger = logging.getLogger(__name__)
 PUBLISH_RETRY_POLICY = {"max_retries": 1, "interval_start": 0.2, "interval_step": 0.2,
                         "interval_max": 0.2}
 PENDING_BATCH = 1000
+RUN_EXECUTE_TASK = "scenarios.run_execute"  # planner.scenarios.tasks
+SWEEP_AGGREGATE_TASK = "scenarios.sweep_aggregate"
 
 
 def runs_dispatch(*, runs: list[Run]) -> int:
@@ -39,16 +45,12 @@ def runs_dispatch(*, runs: list[Run]) -> int:
 
     Stops at the first run the broker refuses: the rest stay pending for the maintenance.
     """
-    from planner.celery import app
-    from planner.scenarios.tasks import run_execute_task
-
     sent: list[Run] = []
     try:
         with app.producer_or_acquire() as producer:
             for run in runs:
-                run_execute_task.apply_async(
-                    args=[run.pk], task_id=run.task_id, producer=producer, retry=True,
-                    retry_policy=PUBLISH_RETRY_POLICY)
+                app.send_task(RUN_EXECUTE_TASK, args=[run.pk], task_id=run.task_id,
+                              producer=producer, retry=True, retry_policy=PUBLISH_RETRY_POLICY)
                 sent.append(run)
     except Exception as error:  # any broker failure (kombu, redis, socket) leaves runs pending
         logger.warning("broker unreachable; %d run(s) stay queued until it is back: %s",
@@ -88,36 +90,6 @@ def runs_dispatch_pending(*, grace_seconds: float, broker_started_at: datetime |
     return [run.pk for run in runs[:sent]]
 
 
-def sweeps_finish_stalled(*, grace_seconds: float) -> list[int]:
-    """Aggregate running sweeps whose runs all ended over `grace_seconds` ago.
-
-    The last run of a sweep enqueues the aggregation itself; this catches the sweeps whose
-    enqueue was lost (broker down at that moment).
-    """
-    from planner.scenarios.services import sweep_aggregate
-
-    cutoff = timezone.now() - timedelta(seconds=grace_seconds)
-    unfinished = Run.objects.filter(sweep=OuterRef("pk")).exclude(status__in=TERMINAL_STATUSES)
-    stalled = (Sweep.objects.filter(status=SweepStatus.RUNNING)
-               .annotate(last_end=Max("runs__finished_at"))
-               .filter(~Exists(unfinished), last_end__lt=cutoff).values_list("pk", flat=True))
-    done = []
-    for sweep_id in stalled:
-        sweep_aggregate(sweep_id=sweep_id)
-        done.append(sweep_id)
-    return done
-
-
-def maintenance_run() -> dict[str, list[int]]:
-    """The periodic maintenance: fail lost runs, send pending ones, finish stalled sweeps."""
-    from planner.core.services import broker_started_at, heartbeat_record
-    from planner.scenarios.services import run_reap_stale
-
-    reaped = run_reap_stale(timeout_seconds=settings.PLANNER_RUN_STALE_SECONDS)
-    started = broker_started_at(redis_url=settings.REDIS_URL,
-                                timeout=settings.HEALTH_CONNECT_TIMEOUT)
-    grace = settings.PLANNER_RUN_DISPATCH_GRACE_SECONDS
-    dispatched = runs_dispatch_pending(grace_seconds=grace, broker_started_at=started)
-    sweeps = sweeps_finish_stalled(grace_seconds=grace)
-    heartbeat_record(name="maintenance", kind="maintenance")
-    return {"reaped": reaped, "dispatched": dispatched, "sweeps_finished": sweeps}
+def sweep_aggregate_send(*, sweep_id: int) -> None:
+    """Send the sweep's aggregation once the current transaction commits."""
+    transaction.on_commit(lambda: app.send_task(SWEEP_AGGREGATE_TASK, args=[sweep_id]))

@@ -33,6 +33,7 @@ from django.utils import timezone
 from planner.clusters.models import Cluster, ClusterKind
 from planner.clusters.services import cluster_create_from_spec, cluster_to_spec
 from planner.scenarios import results
+from planner.scenarios.dispatch import runs_dispatch, sweep_aggregate_send
 from planner.scenarios.inputs import (
     INFERENCE_LOAD_PARAMS,
     VARIANT_AXES,
@@ -367,8 +368,6 @@ def runs_enqueue(*, runs: list[Run]) -> None:
     A broker that is down fails nothing: the runs stay queued, unsent (`dispatched_at` empty),
     and the periodic maintenance sends them when it is back (see `dispatch`).
     """
-    from planner.scenarios.dispatch import runs_dispatch
-
     queued = [run for run in runs if run.status == RunStatus.QUEUED]
     if queued:
         transaction.on_commit(lambda: runs_dispatch(runs=queued))
@@ -719,15 +718,13 @@ def _sweep_check_on_commit(*, run: Run) -> None:
 
 def sweep_finish_if_done(*, sweep_id: int) -> bool:
     """Enqueue the aggregation once every run of the sweep has ended (idempotent)."""
-    from planner.scenarios.tasks import sweep_aggregate_task
-
     with transaction.atomic():
         sweep = Sweep.objects.select_for_update().filter(pk=sweep_id).first()
         if sweep is None or sweep.status == SweepStatus.DONE:
             return False
         if sweep.runs.exclude(status__in=TERMINAL_STATUSES).exists():
             return False
-        sweep_aggregate_task.delay_on_commit(sweep_id)
+        sweep_aggregate_send(sweep_id=sweep_id)
     return True
 
 

@@ -11,7 +11,7 @@ from celery import shared_task
 from celery.signals import worker_ready
 from django.conf import settings
 
-from planner.scenarios import dispatch, services
+from planner.scenarios import maintenance, services
 
 
 @shared_task(name="scenarios.run_execute", bind=True)
@@ -26,7 +26,7 @@ def sweep_aggregate_task(sweep_id: int) -> None:
 
 @shared_task(name="scenarios.maintenance")
 def maintenance_task() -> dict[str, list[int]]:
-    return dispatch.maintenance_run()
+    return maintenance.maintenance_run()
 
 
 @worker_ready.connect
