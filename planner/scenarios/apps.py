@@ -7,4 +7,5 @@ class ScenariosConfig(AppConfig):
     verbose_name = "What-if scenarios, sweeps and runs"
 
     def ready(self) -> None:
-        from planner.scenarios import signals  # noqa: F401  (connects the file cleanup)
+        from planner.scenarios import receivers, signals  # noqa: F401  (connect the file
+        # cleanup and the sweep aggregation on a run's end)

@@ -33,7 +33,7 @@ BUILDER = {"name": "what if", "cluster": "", "cluster_spec": SPEC,
 @pytest.fixture
 def no_dispatch(monkeypatch):
     """The runs stay queued: no worker here, and none should get them later."""
-    monkeypatch.setattr("planner.scenarios.services.runs_enqueue", lambda *, runs: None)
+    monkeypatch.setattr("planner.scenarios.services.runs.runs_enqueue", lambda *, runs: None)
 
 
 @pytest.mark.django_db(transaction=True)

@@ -10,6 +10,7 @@ from django.urls import reverse
 from planner.dashboard.selectors import comparison_settings, short_error
 from planner.scenarios import services
 from planner.scenarios.models import Run, RunResult, RunStatus
+from planner.scenarios.services import run_execution
 from tests.planner.factories import scenario_make
 
 pytestmark = pytest.mark.django_db
@@ -20,14 +21,14 @@ DIVISION_ERROR = "ZeroDivisionError: float division by zero"
 @pytest.fixture
 def sjf_divides_by_zero(monkeypatch):
     """Runs of sjf fail in the engine as a policy bug would; other policies run for real."""
-    real = services.run_simulation
+    real = run_execution.run_simulation
 
     def simulate(cluster, workload, policy, **kwargs):
         if policy == "sjf":
             raise ZeroDivisionError("float division by zero")
         return real(cluster, workload, policy, **kwargs)
 
-    monkeypatch.setattr(services, "run_simulation", simulate)
+    monkeypatch.setattr(run_execution, "run_simulation", simulate)
 
 
 def _executed(policies) -> int:

@@ -9,6 +9,7 @@ from django.utils import timezone
 
 from planner.scenarios import selectors, services
 from planner.scenarios.models import Run, RunResult, RunStatus, Scenario, SweepStatus
+from planner.scenarios.services import run_execution
 from simulation.errors import InputError
 from tests.planner.factories import cluster_make, scenario_make, workload_make
 
@@ -107,7 +108,7 @@ def test_cancel_then_execute_does_nothing():
 def test_a_superseded_attempt_stops_at_its_next_progress_report():
     (run,) = services.scenario_launch(scenario=scenario_make(policies=["fifo"]))
     Run.objects.filter(pk=run.pk).update(status=RunStatus.RUNNING, attempts=2)
-    report = services._progress_reporter(run_id=run.pk, attempt=1)
+    report = run_execution._progress_reporter(run_id=run.pk, attempt=1)
 
     with pytest.raises(services.RunAborted):
         report(0.5)

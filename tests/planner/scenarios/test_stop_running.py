@@ -18,6 +18,7 @@ from django.test import Client
 from planner.clusters.services import cluster_create_from_spec
 from planner.scenarios import services
 from planner.scenarios.models import Run, RunResult, RunStatus, Scenario
+from planner.scenarios.services import run_execution
 from tests.planner.factories import scenario_make, upload
 from tests.planner.scenarios.workers import wait_for
 
@@ -103,7 +104,8 @@ def _delete_scenario_then(real):
 
 @pytest.mark.django_db
 def test_a_run_deleted_before_its_inputs_are_read_is_aborted(launched, monkeypatch):
-    monkeypatch.setattr(services, "run_inputs", _delete_scenario_then(services.run_inputs))
+    monkeypatch.setattr(run_execution, "run_inputs",
+                        _delete_scenario_then(run_execution.run_inputs))
 
     assert services.run_execute(run_id=launched.pk) == "aborted"
     assert not Run.objects.filter(pk=launched.pk).exists()
@@ -114,8 +116,8 @@ def test_a_run_deleted_as_its_simulation_ends_leaves_no_result(launched, monkeyp
                                                                 settings):
     from pathlib import Path
 
-    monkeypatch.setattr(services, "run_simulation",
-                        _delete_scenario_then(services.run_simulation))
+    monkeypatch.setattr(run_execution, "run_simulation",
+                        _delete_scenario_then(run_execution.run_simulation))
 
     assert services.run_execute(run_id=launched.pk) == "aborted"
     assert not Run.objects.filter(pk=launched.pk).exists()
