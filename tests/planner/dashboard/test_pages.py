@@ -12,7 +12,8 @@ from django.utils import timezone
 
 from planner.clusters.models import Cluster, ClusterKind
 from planner.clusters.services import cluster_create_from_spec
-from planner.dashboard import readable, selectors, views
+from planner.dashboard import readable, selectors
+from planner.dashboard.views import runs as runs_views
 from planner.live.services import job_submit
 from planner.scenarios.models import Run, RunStatus
 from planner.scenarios.services import run_execute, scenario_launch, sweep_create
@@ -96,7 +97,7 @@ def test_runs_page_filters_by_status_policy_and_scenario(viewer, four_runs):
 
 
 def test_runs_page_pages_newest_first_and_keeps_the_filters(viewer, four_runs, monkeypatch):
-    monkeypatch.setattr(views, "RUNS_PER_PAGE", 2)
+    monkeypatch.setattr(runs_views, "RUNS_PER_PAGE", 2)
     url = reverse("dashboard:run-list")
     first = viewer.get(url)
     second = viewer.get(url, {"page": 2})
