@@ -11,7 +11,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from planner.clusters.services import cluster_to_spec
-from planner.scenarios.dispatch import runs_dispatch
+from planner.scenarios import dispatch
 from planner.scenarios.inputs import (
     policies_check_inputs,
     run_content_hash,
@@ -40,7 +40,7 @@ def runs_enqueue(*, runs: list[Run]) -> None:
     """
     queued = [run for run in runs if run.status == RunStatus.QUEUED]
     if queued:
-        transaction.on_commit(lambda: runs_dispatch(runs=queued))
+        transaction.on_commit(lambda: dispatch.runs_dispatch(runs=queued))
 
 
 def run_create(*, scenario: Scenario, policy: str, settings: dict[str, Any], seed: int,
