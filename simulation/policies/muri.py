@@ -437,10 +437,10 @@ class Muri(Policy):
                 budget -= key[0]
                 claimed.add(job_id)
                 reached.append(entry)
-                if self._groupable(view.job(job_id)):
+                if self._entry_groupable(view, entry):
                     room, ahead = self.max_group_size - 1, index + 1
                     while room and (other := stream.at(ahead)) is not None:
-                        if other[-1] not in claimed and self._groupable(view.job(other[-1])):
+                        if other[-1] not in claimed and self._entry_groupable(view, other):
                             claimed.add(other[-1])
                             reached.append(other)
                             room -= 1
@@ -504,6 +504,15 @@ class Muri(Policy):
     def _groupable(self, job: JobView) -> bool:
         pinned = job.status == _RUNNING and not job.spec.preemptible
         return not pinned and self.profile(job) is not None
+
+    def _entry_groupable(self, view: ClusterView, entry: Entry) -> bool:
+        """`_groupable` of an entry's job: not pinned (`entry[0]`) and with a profile."""
+        if not entry[0]:
+            return False
+        found = self._profiles.get(entry[-1], False)
+        if found is False:
+            found = self.profile(view.job(entry[-1]))
+        return found is not None
 
     def plan_groups(self, view: ClusterView, selected: list[JobView], capacity: int,
                     formed: list[list[str]] | None = None) -> list[list[JobView]]:
