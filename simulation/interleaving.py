@@ -96,7 +96,9 @@ round.) Blossom is O(V³): up to `exact_limit` nodes per bucket the graph is com
 (exact); above it each node keeps edges to `sparse_degree` nodes of every
 class of similar jobs (resource shares rounded to tenths), chosen by rotation so that
 identical jobs do not all court the same partners. `blossom=False` (Figure 11's "without
-Blossom") pairs nodes in priority order instead (`_priority_pairs`).
+Blossom") pairs nodes in priority order instead (`_priority_pairs`). With a `MatchingMemo`,
+matchings are remembered by bucket and merge periods by the pair of stage blocks merged
+(`MergePeriods`): the same floats, computed once.
 """
 
 from __future__ import annotations
