@@ -96,7 +96,9 @@ round.) Blossom is O(V³): up to `exact_limit` nodes per bucket the graph is com
 (exact); above it each node keeps edges to `sparse_degree` nodes of every
 class of similar jobs (resource shares rounded to tenths), chosen by rotation so that
 identical jobs do not all court the same partners. `blossom=False` (Figure 11's "without
-Blossom") pairs nodes in priority order instead (`_priority_pairs`).
+Blossom") pairs nodes in priority order instead (`_priority_pairs`). With a `MatchingMemo`,
+matchings are remembered by bucket and merge periods by the pair of stage blocks merged
+(`MergePeriods`): the same floats, computed once.
 """
 
 from __future__ import annotations
@@ -444,14 +446,114 @@ def _edge_weights(
             b = np.stack([bucket.stages[groups[i]] for i in nodes_b])
             period = _distinct_merge_periods(a, b, pipeline_a and pipeline_b,
                                              config.worst_ordering)
-            ia, ib = np.ix_(nodes_a, nodes_b)
-            gamma = (busy[ia] + busy[ib]) / (k * np.maximum(period, 1e-12))
-            useful = period * config.overhead_for(p + q) < solo[ia] + solo[ib]
-            useful &= gamma > config.weight_floor * (p + q) / k
-            block = np.where(useful, gamma, 0.0)
-            weights[ia, ib] = np.maximum(weights[ia, ib], block)
-            tb, ta = np.ix_(nodes_b, nodes_a)
-            weights[tb, ta] = np.maximum(weights[tb, ta], block.T)
+            _add_merges(weights, config, k, p + q, nodes_a, nodes_b, period, busy, solo)
+    np.fill_diagonal(weights, 0.0)
+    return weights
+
+
+def _add_merges(weights: np.ndarray, config: GroupingConfig, k: int, size: int,
+                nodes_a: Sequence[int] | np.ndarray, nodes_b: Sequence[int] | np.ndarray,
+                period: np.ndarray, busy: np.ndarray, solo: np.ndarray) -> None:
+    """Raise `weights` between `nodes_a` and `nodes_b` (both ways) to γ of each merge into
+    `size` jobs with the given periods, where the merge is allowed."""
+    ia, ib = np.ix_(nodes_a, nodes_b)
+    gamma = (busy[ia] + busy[ib]) / (k * np.maximum(period, 1e-12))
+    useful = period * config.overhead_for(size) < solo[ia] + solo[ib]
+    useful &= gamma > config.weight_floor * size / k
+    block = np.where(useful, gamma, 0.0)
+    weights[ia, ib] = np.maximum(weights[ia, ib], block)
+    tb, ta = np.ix_(nodes_b, nodes_a)
+    weights[tb, ta] = np.maximum(weights[tb, ta], block.T)
+
+
+class MergePeriods:
+    """Merge periods (`_distinct_merge_periods`) remembered by the two stage blocks merged.
+
+    The same few dozen stage blocks (jobs of one model share a profile) meet round after
+    round, so once they have met a matching's merge periods are look-ups instead of the
+    orderings' enumeration (issue #16). A remembered period is the float recomputing gives:
+    numpy's element-wise maxima, its sums over a row's k stages and its minima over the
+    orderings give each pair of blocks the same value whatever else is in the batch
+    (`tests/simulation/test_muri_speed.py`). At most `size` periods are kept (all are
+    dropped when full).
+    """
+
+    def __init__(self, size: int = 1_000_000) -> None:
+        self._size = size
+        self._known: dict[tuple[bytes, bytes, bool, bool], float] = {}
+
+    def between(self, a: np.ndarray, b: np.ndarray, pipeline: bool, worst: bool
+                ) -> np.ndarray:
+        """`_distinct_merge_periods(a, b, pipeline, worst)`: a is (na, p, k), b (nb, q, k)."""
+        keys_a, distinct_a, of_a = _distinct_blocks(a)
+        keys_b, distinct_b, of_b = _distinct_blocks(b)
+        known = self._known
+        try:
+            table = np.array([[known[x, y, pipeline, worst] for y in keys_b] for x in keys_a])
+        except KeyError:
+            if pipeline:
+                table = _merge_pipeline_periods(distinct_a[..., :PIPELINE_STAGES],
+                                                distinct_b[..., :PIPELINE_STAGES], worst)
+            else:
+                table = _merge_periods(distinct_a, distinct_b, worst)
+            if len(known) + table.size > self._size:
+                known.clear()
+            for x, row in zip(keys_a, table.tolist(), strict=True):
+                for y, period in zip(keys_b, row, strict=True):
+                    known[x, y, pipeline, worst] = period
+        return table[np.ix_(of_a, of_b)]
+
+
+def _distinct_blocks(blocks: np.ndarray) -> tuple[list[bytes], np.ndarray, np.ndarray]:
+    """The distinct (p, k) blocks of `blocks` (n, p, k): their bytes, the blocks, and for
+    each block the index of its distinct one."""
+    flat = np.ascontiguousarray(blocks.reshape(len(blocks), -1))
+    rows = flat.view(np.dtype((np.void, flat.shape[1] * flat.itemsize))).reshape(-1)
+    _, first, of = np.unique(rows, return_index=True, return_inverse=True)
+    return [rows[i].tobytes() for i in first.tolist()], blocks[first], of.reshape(-1)
+
+
+def _by_size(groups: list[list[int]]) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Groups of each size: their indices in `groups` and their members, (n, size)."""
+    by_size: dict[int, list[int]] = {}
+    for node, group in enumerate(groups):
+        by_size.setdefault(len(group), []).append(node)
+    return [(np.array(nodes), np.array([groups[i] for i in nodes]))
+            for nodes in by_size.values()]
+
+
+def _remembered_edge_weights(bucket: Bucket, groups: list[list[int]], config: GroupingConfig,
+                             periods: MergePeriods) -> np.ndarray:
+    """`_edge_weights`, to the bit, with its merge periods from `periods` and its per-group
+    sums taken over all groups of one size at once (a row's sum adds its elements in the
+    order the sum of the group's own block does)."""
+    n = len(groups)
+    k = bucket.stages.shape[1]
+    weights = np.zeros((n, n))
+    busy = np.empty(n)
+    solo = np.empty(n)
+    groupable = np.asarray(bucket.groupable, dtype=bool)
+    counts = np.asarray(bucket.stage_counts or [k] * len(bucket.solo))
+    kinds: list[tuple[int, bool, np.ndarray, np.ndarray]] = []  # (p, pipeline, nodes, members)
+    for at, members in _by_size(groups):
+        p = members.shape[1]
+        busy[at] = bucket.stages[members].reshape(len(at), -1).sum(axis=1)
+        solo[at] = bucket.solo[members].sum(axis=1)
+        open_ = groupable[members].all(axis=1)
+        pipeline = (counts[members] == PIPELINE_STAGES).all(axis=1)
+        if k != PIPELINE_SLOTS:
+            pipeline[:] = False
+        for flag in (False, True):
+            chosen = open_ & (pipeline == flag)
+            if chosen.any():
+                kinds.append((p, flag, at[chosen], members[chosen]))
+    for p, pipeline_a, nodes_a, members_a in kinds:
+        for q, pipeline_b, nodes_b, members_b in kinds:
+            if (p, pipeline_a) > (q, pipeline_b) or p + q > config.max_group or p + q > k:
+                continue
+            period = periods.between(bucket.stages[members_a], bucket.stages[members_b],
+                                     pipeline_a and pipeline_b, config.worst_ordering)
+            _add_merges(weights, config, k, p + q, nodes_a, nodes_b, period, busy, solo)
     np.fill_diagonal(weights, 0.0)
     return weights
 
@@ -495,19 +597,27 @@ def max_weight_pairs(
     # Edmonds' blossom algorithm as rustworkx implements it (a Rust port of the networkx
     # one this used before, ~50x faster; issue #16). Nodes enter in the order networkx put
     # them, by first edge, so that equal-weight choices mostly fall the same way.
-    order = list(dict.fromkeys(np.stack([us, vs], axis=1).reshape(-1).tolist()))
-    index = {node: i for i, node in enumerate(order)}
+    # Edge weights are γ in thousandths, rounded half to even (numpy's as Python's round).
+    ends = np.stack([us, vs], axis=1).reshape(-1)
+    nodes, first = np.unique(ends, return_index=True)
+    order = nodes[np.argsort(first)]
+    index = np.empty(n, dtype=np.int64)
+    index[order] = np.arange(len(order))
+    edges = np.stack([index[us], index[vs], np.rint(weights[us, vs] * 1000).astype(np.int64)],
+                     axis=1)
     graph = rx.PyGraph(multigraph=False)
-    graph.add_nodes_from(order)
-    graph.add_edges_from([(index[u], index[v], int(round(weights[u, v] * 1000)))
-                          for u, v in zip(us.tolist(), vs.tolist(), strict=True)])
+    graph.add_nodes_from(order.tolist())
+    graph.add_edges_from(list(map(tuple, edges.tolist())))
     matching = rx.max_weight_matching(graph, weight_fn=int)
+    order = order.tolist()
     return sorted((min(order[a], order[b]), max(order[a], order[b])) for a, b in matching)
 
 
 def _signatures(bucket: Bucket, groups: list[list[int]]) -> np.ndarray:
     """Per group: its share of busy time on each resource, rounded to tenths."""
-    totals = np.stack([bucket.stages[g].sum(axis=0) for g in groups])
+    totals = np.empty((len(groups), bucket.stages.shape[1]))
+    for nodes, members in _by_size(groups):  # a group's rows summed in order, as one by one
+        totals[nodes] = bucket.stages[members].sum(axis=1)
     shares = totals / np.maximum(totals.sum(axis=1, keepdims=True), 1e-12)
     return np.round(shares * 10).astype(np.int64)
 
@@ -526,6 +636,7 @@ class MatchingMemo:
     def __init__(self, size: int = 1024) -> None:
         self._size = size
         self._pairs: dict[tuple, list[tuple[int, int, float]]] = {}
+        self.periods = MergePeriods()
 
     def pairs(self, bucket: Bucket, groups: list[list[int]], config: GroupingConfig
               ) -> list[tuple[int, int, float]]:
@@ -535,18 +646,22 @@ class MatchingMemo:
                tuple(map(tuple, groups)), config)
         found = self._pairs.get(key)
         if found is None:
-            found = _matched_pairs(bucket, groups, config)
+            found = _matched_pairs(bucket, groups, config, self.periods)
             if len(self._pairs) >= self._size:
                 self._pairs.clear()
             self._pairs[key] = found
         return found
 
 
-def _matched_pairs(bucket: Bucket, groups: list[list[int]], config: GroupingConfig
-                   ) -> list[tuple[int, int, float]]:
-    weights = _edge_weights(bucket, groups, config)
-    return [(u, v, weights[u, v])
-            for u, v in max_weight_pairs(weights, config, _signatures(bucket, groups))]
+def _matched_pairs(bucket: Bucket, groups: list[list[int]], config: GroupingConfig,
+                   periods: MergePeriods | None = None) -> list[tuple[int, int, float]]:
+    """Blossom's pairs over `_edge_weights` (its merge periods from `periods` if given)."""
+    if periods is None:
+        weights = _edge_weights(bucket, groups, config)
+    else:
+        weights = _remembered_edge_weights(bucket, groups, config, periods)
+    signatures = _signatures(bucket, groups) if len(groups) > config.exact_limit else None
+    return [(u, v, weights[u, v]) for u, v in max_weight_pairs(weights, config, signatures)]
 
 
 def _priority_pairs(bucket: Bucket, groups: list[list[int]], config: GroupingConfig

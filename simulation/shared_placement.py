@@ -87,6 +87,11 @@ class PhysicalFree:
     def _lent_now(self, view: ClusterView) -> list[str]:
         return [sid for sid in self._lendable if view.servers[sid].available]
 
+    @property
+    def lent(self) -> tuple[str, ...]:
+        """The inference servers on loan at the last `refresh`."""
+        return tuple(self._lent)
+
     def refresh(self, view: ClusterView, servers: Iterable[str], riders: dict[str, int]
                 ) -> None:
         """Recompute `servers` (all of them if the servers on loan changed)."""

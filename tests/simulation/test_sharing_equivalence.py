@@ -3,9 +3,10 @@
 AntMan and Muri keep what they read across rounds instead of rebuilding it every round
 (issue #22): AntMan its waiting jobs per class, its free hosts and the physically free GPUs;
 Muri its queued jobs sorted per bucket (walked lazily with the running jobs), the physically
-free GPUs, which jobs may run below full speed, and Blossom matchings. The definitions below
-compute each round afresh: sort every job, count the free GPUs from every placement, scan
-every share, match every bucket. On random contended workloads — equal submit times,
+free GPUs, which jobs may run below full speed, Blossom matchings and merge periods, and
+it skips a regroup whose inputs are the last one's. The definitions below compute each
+round afresh: sort every job, count the free GPUs from every placement, scan every share,
+match every bucket, run every regroup. On random contended workloads — equal submit times,
 multi-GPU workers, jobs with and without profiles, non-preemptible jobs, an inference pool
 lending and reclaiming servers (reclaims preempt running jobs) — every job's start, end,
 preemptions and migrations must be the definition's.
@@ -151,6 +152,10 @@ class MuriDefinition:
 
     def _sorted_walk(self, view: ClusterView) -> bool:
         return False  # sort every running and queued job, then `select`
+
+    def _settled_inputs(self, view: ClusterView, selected: list[JobView], capacity: int
+                        ) -> tuple[object, ...]:
+        return (object(), *super()._settled_inputs(view, selected, capacity)[1:])  # no skip
 
     def _any_slowed(self, view: ClusterView) -> bool:
         return any(job.share < 1.0 for job in view.running.values())

@@ -1,0 +1,200 @@
+"""Muri's shortcuts (issue #16) answer exactly as the plain computation.
+
+Skipped regroups: a full regroup whose inputs equal the last regroup's, as they stood after
+its own decisions, is skipped; a policy that runs every regroup must decide the same on
+random contended workloads. Remembered merge periods and the per-size sums of
+`_remembered_edge_weights` must give `_edge_weights`' matrix to the bit, and Blossom's
+graph, built with numpy, the pairs of the graph built edge by edge.
+"""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+import rustworkx as rx
+
+from simulation.decisions import Launch, Preempt
+from simulation.engine import EngineConfig, Simulation
+from simulation.interleaving import (
+    Bucket,
+    GroupingConfig,
+    MergePeriods,
+    _distinct_merge_periods,
+    _edge_weights,
+    _remembered_edge_weights,
+    max_weight_pairs,
+    pad_stages,
+)
+from simulation.model import JobSpec
+from simulation.policies.muri import MuriL, MuriS
+from tests.simulation.builders import training_cluster, workload
+from tests.simulation.test_sharing_equivalence import outcome, random_muri_jobs
+
+
+class EveryRegroup:
+    """Muri with every full regroup run, none skipped (mixed into Muri-S and Muri-L)."""
+
+    def _settled_inputs(self, view, selected, capacity):
+        return (object(), *super()._settled_inputs(view, selected, capacity)[1:])
+
+
+class MuriSEveryRegroup(EveryRegroup, MuriS):
+    pass
+
+
+class MuriLEveryRegroup(EveryRegroup, MuriL):
+    pass
+
+
+class CountsSkips:
+    """Muri as it is, counting the regroups it skips."""
+
+    skipped = 0
+
+    def _settled_inputs(self, view, selected, capacity):
+        inputs = super()._settled_inputs(view, selected, capacity)
+        self.skipped += inputs == self._settled
+        return inputs
+
+
+class MuriSCountsSkips(CountsSkips, MuriS):
+    pass
+
+
+class MuriLCountsSkips(CountsSkips, MuriL):
+    pass
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("lending", [False, True])
+@pytest.mark.parametrize(("fast", "plain", "params"), [
+    (MuriSCountsSkips, MuriSEveryRegroup, {}),
+    (MuriLCountsSkips, MuriLEveryRegroup, {"thresholds": "300,3000"}),
+    (MuriSCountsSkips, MuriSEveryRegroup, {"restart": "moved", "grouping": "always"}),
+])
+def test_skipped_regroups_would_have_decided_nothing(fast, plain, params, seed, lending):
+    jobs = random_muri_jobs(seed, count=90)
+    skipping = fast(**params)
+    expected = outcome(plain(**params), jobs, lending)
+    assert outcome(skipping, jobs, lending) == expected
+    assert skipping.skipped > 0  # the shortcut was taken
+    assert sum(row[3] for row in expected) > 0  # contended: the full regroups preempt
+
+
+def test_a_sticky_regroup_is_never_skipped():
+    # Under `sticky` the plan depends on the running groups, which a regroup changes itself.
+    policy = MuriSCountsSkips(regroup="sticky")
+    outcome(policy, random_muri_jobs(0, count=90), False)
+    assert policy.skipped == 0
+
+
+def test_a_job_stopped_since_the_last_regroup_restarts_though_the_selection_is_the_same():
+    # Two GPUs, two jobs without profiles: the regroup at t=0 starts both. `A` is stopped
+    # from outside (as a reclaim would). At t=400 the regroup selects [A, B] again, in the
+    # same order (SRSF: A 1,000 s left, B 4,600 s), but A is no longer running: the regroup
+    # must not be skipped as a repeat of t=0's, and launches A.
+    jobs = (JobSpec("A", 0.0, 1, 1000.0), JobSpec("B", 0.0, 1, 5000.0))
+    sim = Simulation(training_cluster(1, 2), workload(*jobs), MuriS(),
+                     config=EngineConfig(max_time=0.0))
+    sim.run()
+    assert set(sim.state.running) == {"A", "B"}
+    sim.apply(Preempt("A"), forced=True)
+    sim.clock.now = 400.0
+    decisions = list(sim.policy.schedule(sim.view))
+    assert [(type(d), d.job_id) for d in decisions] == [(Launch, "A")]
+
+
+def _random_bucket(rng: random.Random, jobs: int, k: int) -> Bucket:
+    # Few distinct profiles (as in Muri's traces) with per-job solo times; some of three
+    # stages, some of k, some jobs not groupable.
+    three = [tuple(rng.choice((0.0, rng.uniform(0.01, 3.0))) for _ in range(3))
+             for _ in range(4)]
+    full = [tuple(rng.uniform(0.01, 3.0) for _ in range(k)) for _ in range(2)]
+    picked = [rng.choice(three + full) for _ in range(jobs)]
+    rows = [pad_stages(stages, k) for stages in picked]
+    return Bucket(
+        gpus=1,
+        stages=np.array(rows, dtype=float),
+        solo=np.array([sum(r) * rng.uniform(0.8, 2.5) for r in rows]),
+        ranks=list(range(jobs)),
+        groupable=[rng.random() > 0.1 for _ in range(jobs)],
+        stage_counts=[len(stages) for stages in picked],
+    )
+
+
+def _random_groups(rng: random.Random, jobs: int) -> list[list[int]]:
+    order = list(range(jobs))
+    rng.shuffle(order)
+    groups = []
+    while order:
+        size = min(len(order), rng.choice((1, 1, 2, 3)))
+        groups.append(order[:size])
+        order = order[size:]
+    return groups
+
+
+@pytest.mark.parametrize("seed", range(12))
+@pytest.mark.parametrize("k", [4, 5])  # three-stage profiles: pipeline model over 4 types only
+def test_remembered_edge_weights_are_the_plain_ones_to_the_bit(seed, k):
+    rng = random.Random(seed)
+    config = GroupingConfig(max_group=4, overhead=(1.33, 1.5, 1.37),
+                            weight_floor=rng.choice((0.0, 0.3)), worst_ordering=seed % 3 == 0)
+    periods = MergePeriods()  # kept across the rounds below, as in a run
+    merges = 0
+    for _ in range(6):
+        jobs = rng.randint(2, 40)
+        bucket = _random_bucket(rng, jobs, k)
+        groups = _random_groups(rng, jobs)
+        plain = _edge_weights(bucket, groups, config)
+        remembered = _remembered_edge_weights(bucket, groups, config, periods)
+        assert np.array_equal(remembered, plain)
+        merges += (plain > 0).sum()
+    assert merges > 0
+
+
+def test_a_remembered_period_is_the_one_computed_in_another_batch():
+    rng = np.random.default_rng(7)
+    a = rng.uniform(0.01, 3.0, (9, 1, 4))
+    b = rng.uniform(0.01, 3.0, (13, 2, 4))
+    periods = MergePeriods()
+    for pipeline in (False, True):
+        periods.between(a[2:5], b[::2], pipeline, False)  # first met in a small batch
+        assert np.array_equal(periods.between(a, b, pipeline, False),
+                              _distinct_merge_periods(a, b, pipeline, False))
+
+
+def _pairs_edge_by_edge(weights: np.ndarray) -> list[tuple[int, int]]:
+    """Blossom's graph built one edge at a time with Python's rounding (the definition)."""
+    us, vs = np.nonzero(np.triu(weights > 0, 1))
+    order = list(dict.fromkeys(np.stack([us, vs], axis=1).reshape(-1).tolist()))
+    index = {node: i for i, node in enumerate(order)}
+    graph = rx.PyGraph(multigraph=False)
+    graph.add_nodes_from(order)
+    graph.add_edges_from([(index[u], index[v], int(round(weights[u, v] * 1000)))
+                          for u, v in zip(us.tolist(), vs.tolist(), strict=True)])
+    matching = rx.max_weight_matching(graph, weight_fn=int)
+    return sorted((min(order[a], order[b]), max(order[a], order[b])) for a, b in matching)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_blossom_graph_built_with_numpy_matches_edge_by_edge(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(2, 30))
+    # Weights on half-thousandths, so rounding half to even decides ties.
+    weights = rng.integers(0, 2000, (n, n)) / 2000.0 * (rng.random((n, n)) > 0.4)
+    weights = np.maximum(weights, weights.T)
+    np.fill_diagonal(weights, 0.0)
+    assert max_weight_pairs(weights, GroupingConfig()) == _pairs_edge_by_edge(weights)
+
+
+def test_blossom_weights_round_half_to_even():
+    # γ in thousandths: 0.0025 -> 2.5 rounds to 2 (as Python's round does), so the pairs
+    # {0, 1} and {2, 3} weigh 2 + 2 = 4 and lose to {0, 2} alone at 5. Rounding half up
+    # would make them 3 + 3 = 6 and win.
+    weights = np.zeros((4, 4))
+    weights[0, 1] = weights[2, 3] = 0.0025
+    weights[0, 2] = 0.005
+    weights = np.maximum(weights, weights.T)
+    assert max_weight_pairs(weights, GroupingConfig()) == [(0, 2)]
