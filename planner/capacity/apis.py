@@ -17,10 +17,9 @@ from rest_framework.views import APIView
 from planner.capacity import selectors, services
 from planner.capacity.models import CapacitySearch
 from planner.core.pagination import StrictPageNumberPagination
-from planner.core.roles import CanPlan, CanRead
 from planner.core.schema import POLICY_CHOICES
 from planner.core.serializers import StrictSerializer
-from planner.scenarios.apis import WhatIfRead, WhatIfWrite
+from planner.scenarios.apis import WhatIfListCreate, WhatIfRead
 from planner.scenarios.models import Scenario
 from simulation import capacity
 from simulation.errors import InputError
@@ -113,7 +112,7 @@ class CapacitySearchStartSerializer(StrictSerializer):
                                      "measured against (default fifo, else the first)")
 
 
-class CapacitySearchListApi(WhatIfWrite, generics.ListAPIView):
+class CapacitySearchListApi(WhatIfListCreate, generics.ListAPIView):
     """Capacity searches, newest first (`?scenario=ID` keeps one scenario's); POST starts
     one: per policy, the cheapest level of the axis meeting every target."""
 
@@ -123,13 +122,6 @@ class CapacitySearchListApi(WhatIfWrite, generics.ListAPIView):
 
     class FilterSerializer(serializers.Serializer):
         scenario = serializers.IntegerField(required=False, min_value=1, max_value=MAX_INT)
-
-    def get_permissions(self):
-        return [CanPlan()] if self.request.method == "POST" else [CanRead()]
-
-    def get_throttles(self):
-        self.throttle_scope = "whatif-write" if self.request.method == "POST" else "whatif-read"
-        return super().get_throttles()
 
     @extend_schema(summary="List capacity searches", parameters=[FilterSerializer])
     def get(self, request: Request, *args, **kwargs) -> Response:

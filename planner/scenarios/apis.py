@@ -66,6 +66,17 @@ class WhatIfWrite(WhatIfRead):
     throttle_scope = "whatif-write"
 
 
+class WhatIfListCreate(WhatIfRead):
+    """A list anyone with a role reads and a planner adds to with POST."""
+
+    def get_permissions(self):
+        return [CanPlan()] if self.request.method == "POST" else [CanRead()]
+
+    def get_throttles(self):
+        self.throttle_scope = "whatif-write" if self.request.method == "POST" else "whatif-read"
+        return super().get_throttles()
+
+
 UNSENT_NOTICE = ("saved and queued; the task broker is unreachable, so the run is sent to a "
                  "worker when the broker is back")
 
@@ -195,7 +206,7 @@ class RunExportCsvApi(WhatIfRead, APIView):
 
 
 @extend_schema_view(get=extend_schema(summary="List workloads"))
-class WorkloadListApi(WhatIfWrite, generics.ListAPIView):
+class WorkloadListApi(WhatIfListCreate, generics.ListAPIView):
     """Workloads, newest first; POST adds one: a trace upload (multipart) or a generated
     workload (JSON), as the request's content type says."""
 
@@ -206,13 +217,6 @@ class WorkloadListApi(WhatIfWrite, generics.ListAPIView):
 
     def get_queryset(self):
         return selectors.workload_list()
-
-    def get_permissions(self):
-        return [CanPlan()] if self.request.method == "POST" else [CanRead()]
-
-    def get_throttles(self):
-        self.throttle_scope = "whatif-write" if self.request.method == "POST" else "whatif-read"
-        return super().get_throttles()
 
     @extend_schema(
         summary="Add a workload: upload a trace or generate one",
@@ -252,7 +256,7 @@ class WorkloadDetailApi(WhatIfRead, APIView):
 
 
 @extend_schema_view(get=extend_schema(summary="List scenarios with their runs"))
-class ScenarioListApi(WhatIfWrite, generics.ListAPIView):
+class ScenarioListApi(WhatIfListCreate, generics.ListAPIView):
     """Scenarios, newest first, each with its runs; POST creates one (and launches it with
     `"launch": true`)."""
 
@@ -262,13 +266,6 @@ class ScenarioListApi(WhatIfWrite, generics.ListAPIView):
 
     def get_queryset(self):
         return selectors.scenario_list().prefetch_related("runs").order_by("-created_at", "-id")
-
-    def get_permissions(self):
-        return [CanPlan()] if self.request.method == "POST" else [CanRead()]
-
-    def get_throttles(self):
-        self.throttle_scope = "whatif-write" if self.request.method == "POST" else "whatif-read"
-        return super().get_throttles()
 
     @extend_schema(
         summary="Create a scenario",
