@@ -1,4 +1,4 @@
-"""Reads for pages and the API: the one place the dashboard gets scenario and run data from."""
+"""Runs, their results as frames, and a result's downloads (CSV per table, JSON whole)."""
 
 from __future__ import annotations
 
@@ -8,54 +8,12 @@ import math
 from typing import Any
 
 import pandas as pd
-from django.db.models import Count, Q, QuerySet
+from django.db.models import QuerySet
 
 from planner.scenarios import results
-from planner.scenarios.models import (
-    InferenceLoadProfile,
-    Run,
-    RunStatus,
-    Scenario,
-    Sweep,
-    Workload,
-)
-from simulation.policies import registry
+from planner.scenarios.models import Run
 
 EXPORT_TABLES = ("summary", "jobs", "timeseries")
-
-
-def policy_catalog() -> list[dict[str, Any]]:
-    """Every registered policy with its description and declared parameters (for forms)."""
-    return [
-        {"name": name, "description": cls.description,
-         "params": [{"name": p.name, "type": p.type.__name__, "default": p.default,
-                     "help": p.help, "choices": list(p.choices) if p.choices else None}
-                    for p in cls.params]}
-        for name, cls in registry().items()
-    ]
-
-
-def workload_list() -> QuerySet[Workload]:
-    return Workload.objects.all()
-
-
-def inference_load_list() -> QuerySet[InferenceLoadProfile]:
-    return InferenceLoadProfile.objects.all()
-
-
-def scenario_list() -> QuerySet[Scenario]:
-    """Scenarios with run counts by status, newest first."""
-    return Scenario.objects.select_related("cluster", "workload", "inference_load").annotate(
-        run_count=Count("runs"),
-        runs_succeeded=Count("runs", filter=Q(runs__status=RunStatus.SUCCEEDED)),
-        runs_active=Count("runs", filter=Q(runs__status__in=[RunStatus.QUEUED,
-                                                             RunStatus.RUNNING])),
-    )
-
-
-def scenario_get(*, scenario_id: int) -> Scenario:
-    return Scenario.objects.select_related("cluster", "workload", "inference_load").get(
-        pk=scenario_id)
 
 
 def run_list(*, scenario_id: int | None = None, sweep_id: int | None = None,
@@ -82,31 +40,6 @@ def run_result_frames(*, run: Run) -> tuple[dict[str, Any], pd.DataFrame, pd.Dat
     result = run.result
     jobs, timeseries = results.result_frames(directory=result.directory)
     return result.summary, jobs, timeseries
-
-
-def sweep_list(*, scenario_id: int | None = None) -> QuerySet[Sweep]:
-    sweeps = Sweep.objects.select_related("scenario").annotate(run_count=Count("runs"))
-    if scenario_id is not None:
-        sweeps = sweeps.filter(scenario_id=scenario_id)
-    return sweeps
-
-
-def sweep_get(*, sweep_id: int) -> Sweep:
-    return Sweep.objects.select_related("scenario").get(pk=sweep_id)
-
-
-def sweep_aggregate(*, sweep: Sweep) -> list[dict[str, Any]]:
-    """Per grid point and policy: runs, successes and mean / 95% CI of each metric.
-
-    Empty until every run of the sweep has ended and the aggregation task ran.
-    """
-    return sweep.aggregate
-
-
-def sweep_progress(*, sweep: Sweep) -> dict[str, int]:
-    """How many runs of the sweep are in each status."""
-    counts = dict(sweep.runs.values_list("status").annotate(n=Count("id")))
-    return {status: counts.get(status, 0) for status in RunStatus.values}
 
 
 def _flatten(summary: dict[str, Any], prefix: str = "") -> dict[str, Any]:
