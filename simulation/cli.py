@@ -247,11 +247,12 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
         report = reproduce(name, progress)
         (out / f"{name}.json").write_text(json.dumps(report.to_dict(), indent=2) + "\n")
         progress(f"{name}: done in {report.wall_seconds:.1f} s")
-    table = markdown_table(load_reports(out))
+    reports = load_reports(out)
+    table = markdown_table(reports)
     (out / "reproductions.md").write_text(table + "\n")
     print(table)
     if args.readme:
-        rewrite_readme(Path(args.readme), table)
+        rewrite_readme(Path(args.readme), reports)
         print(f"rewrote the Reproductions block of {args.readme}")
     print(f"wrote {out}/<paper>.json and {out}/reproductions.md")
     return 0
@@ -489,7 +490,8 @@ def build_parser() -> argparse.ArgumentParser:
     repro.add_argument("paper", help=f"a paper name ({', '.join(PAPERS)}) or all")
     repro.add_argument("--out", default="out/reproductions", help="folder for JSON + table")
     repro.add_argument("--readme", default=None,
-                       help="rewrite this README's Reproductions block from --out's JSON")
+                       help="rewrite this README's Reproductions block: rows of the papers "
+                       "in --out's JSON replaced, other papers' rows kept")
     repro.set_defaults(func=cmd_reproduce)
     return parser
 

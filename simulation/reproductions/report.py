@@ -158,8 +158,38 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def markdown_table(reports: list[dict]) -> str:
-    """The Reproductions table from reports as written to JSON (`PaperReport.to_dict`)."""
+WALL_PREFIX = "Wall time on this 2-core machine: "
+
+
+def paper_lines(report: dict) -> list[str]:
+    """One paper's rows of the Reproductions table, each ablation under its row."""
+    lines = []
+    for row in report["rows"]:
+        ratio = "—" if row["ratio"] is None else f"{row['ratio']:.2f}"
+        lines.append("| " + " | ".join(_cell(c) for c in (
+            report["paper"], row["experiment"], row["metric"],
+            f"{paper_text(row)} ({row['paper_detail']})",
+            f"{format_figure(row['ours'], row['unit'])} ({row['our_detail']})",
+            ratio, row["verdict"], row["note"])) + " |")
+        for ab in row["ablations"]:
+            lines.append("| " + " | ".join(_cell(c) for c in (
+                "", f"↳ ablation: {ab['label']}", row["metric"], "",
+                f"{format_figure(ab['ours'], row['unit'])} ({ab['detail']})", "", "",
+                ab["note"])) + " |")
+    return lines
+
+
+def markdown_table(reports: list[dict], *, kept: TableParts | None = None) -> str:
+    """The Reproductions table from reports as written to JSON (`PaperReport.to_dict`).
+
+    `kept` holds the rows and wall times of papers not among `reports` (from the README's
+    current table), so re-running one paper leaves the others' rows as they were.
+    """
+    rows = dict(kept.rows) if kept else {}
+    walls = dict(kept.walls) if kept else {}
+    for report in reports:
+        rows[report["paper"]] = paper_lines(report)
+        walls[report["paper"]] = f"{report['wall_seconds']:.0f} s"
     lines = [
         f"Tolerance: the size counts as reproduced when ours / paper is within 1 ± "
         f"{DEFAULT_TOLERANCE:.0%} (rule: `simulation.reproductions.report.verdict`).",
@@ -167,23 +197,38 @@ def markdown_table(reports: list[dict]) -> str:
         "| paper | experiment | metric | paper | ours | ours / paper | verdict | note |",
         "|---|---|---|---|---|---:|---|---|",
     ]
-    for report in reports:
-        for row in report["rows"]:
-            ratio = "—" if row["ratio"] is None else f"{row['ratio']:.2f}"
-            lines.append("| " + " | ".join(_cell(c) for c in (
-                report["paper"], row["experiment"], row["metric"],
-                f"{paper_text(row)} ({row['paper_detail']})",
-                f"{format_figure(row['ours'], row['unit'])} ({row['our_detail']})",
-                ratio, row["verdict"], row["note"])) + " |")
-            for ab in row["ablations"]:
-                lines.append("| " + " | ".join(_cell(c) for c in (
-                    "", f"↳ ablation: {ab['label']}", row["metric"], "",
-                    f"{format_figure(ab['ours'], row['unit'])} ({ab['detail']})", "", "",
-                    ab["note"])) + " |")
+    for paper in sorted(rows):
+        lines.extend(rows[paper])
     lines.append("")
-    lines.append("Wall time on this 2-core machine: " + ", ".join(
-        f"{r['paper']} {r['wall_seconds']:.0f} s" for r in reports) + ".")
+    lines.append(WALL_PREFIX + ", ".join(f"{paper} {walls[paper]}" for paper in sorted(walls))
+                 + ".")
     return "\n".join(lines)
+
+
+@dataclass(frozen=True, slots=True)
+class TableParts:
+    """A rendered table taken apart: each paper's lines and its wall-time text."""
+
+    rows: dict[str, list[str]]
+    walls: dict[str, str]
+
+    @classmethod
+    def parse(cls, table: str) -> TableParts:
+        """Rows go to the paper named in their first cell; an ablation row (first cell empty)
+        to the paper above it. Header, separator and prose lines are dropped."""
+        rows: dict[str, list[str]] = {}
+        walls: dict[str, str] = {}
+        paper = ""
+        for line in table.splitlines():
+            if line.startswith("| ") and not line.startswith("| paper |"):
+                paper = line[2:].split(" | ", 1)[0].strip() or paper
+                if paper:
+                    rows.setdefault(paper, []).append(line)
+            elif line.startswith(WALL_PREFIX):
+                for part in line[len(WALL_PREFIX):].rstrip(".").split(", "):
+                    name, _, wall = part.partition(" ")
+                    walls[name] = wall
+        return cls(rows, walls)
 
 
 def load_reports(folder: Path) -> list[dict]:
@@ -191,10 +236,14 @@ def load_reports(folder: Path) -> list[dict]:
     return [json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))]
 
 
-def rewrite_readme(readme: Path, table: str) -> None:
-    """Replace the text between the two marker comments of `readme` with `table`."""
+def rewrite_readme(readme: Path, reports: list[dict]) -> None:
+    """Rewrite the table between the two marker comments of `readme` with `reports`; papers
+    not among them keep the rows the table had."""
     text = readme.read_text()
-    pattern = re.compile(re.escape(README_START) + ".*?" + re.escape(README_END), re.S)
-    if not pattern.search(text):
+    pattern = re.compile(re.escape(README_START) + "\n?(.*?)" + re.escape(README_END), re.S)
+    match = pattern.search(text)
+    if match is None:
         raise InputError(f"no {README_START!r} ... {README_END!r} block", source=str(readme))
-    readme.write_text(pattern.sub(lambda _: f"{README_START}\n{table}\n{README_END}", text))
+    table = markdown_table(reports, kept=TableParts.parse(match.group(1)))
+    readme.write_text(text[:match.start()] + f"{README_START}\n{table}\n{README_END}"
+                      + text[match.end():])

@@ -20,6 +20,7 @@ from simulation.reproductions.report import (
     README_END,
     README_START,
     REPRODUCED,
+    Ablation,
     Row,
     markdown_table,
     range_verdict,
@@ -76,14 +77,31 @@ def test_row_ratio_and_table_cells():
     assert "edl 12 s" in table
 
 
-def test_readme_block_is_replaced_between_markers(tmp_path):
+def _report(paper: str, wall: float, *metrics: str) -> dict:
+    rows = [Row("Table 1", metric, -0.5, -0.4, "a", "b", "",
+                ablations=(Ablation("half", -0.2, "c", ""),)).to_dict() for metric in metrics]
+    return {"paper": paper, "wall_seconds": wall, "rows": rows}
+
+
+def test_readme_block_keeps_the_rows_of_papers_not_rerun(tmp_path):
+    """Re-running one paper replaces its rows (ablations included) and its wall time, and
+    keeps every other paper's rows and wall time as the README had them."""
     readme = tmp_path / "README.md"
-    readme.write_text(f"# t\n{README_START}\nold\n{README_END}\ntail\n")
-    rewrite_readme(readme, "new table")
-    assert readme.read_text() == f"# t\n{README_START}\nnew table\n{README_END}\ntail\n"
+    first = markdown_table([_report("aryl", 100, "old-aryl"), _report("sia", 50, "old-sia"),
+                            _report("edl", 20, "old-edl")])
+    readme.write_text(f"# t\n{README_START}\n{first}\n{README_END}\ntail\n")
+    rewrite_readme(readme, [_report("sia", 70, "new-sia-1", "new-sia-2")])
+    text = readme.read_text()
+    assert text.startswith(f"# t\n{README_START}\n") and text.endswith(f"{README_END}\ntail\n")
+    table = text.split(README_START + "\n")[1].split("\n" + README_END)[0]
+    assert table == markdown_table([_report("aryl", 100, "old-aryl"),
+                                    _report("edl", 20, "old-edl"),
+                                    _report("sia", 70, "new-sia-1", "new-sia-2")])
+    assert "old-sia" not in table and table.count("↳ ablation: half") == 4
+    assert table.endswith("aryl 100 s, edl 20 s, sia 70 s.")
     readme.write_text("# no markers\n")
     with pytest.raises(InputError):
-        rewrite_readme(readme, "x")
+        rewrite_readme(readme, [])
 
 
 def test_unknown_paper_exits_2_naming_the_known_ones(tmp_path, capsys):
