@@ -264,3 +264,14 @@ def test_arrival_predictor_learns_closed_loop_arrivals():
         pool_histories(workload.jobs, starts, until=split), 0.0, split)
     auc = model.roc_auc(pool_histories(workload.jobs, starts), split, 21 * DAY)[60.0]
     assert auc > 0.8
+
+
+def test_closed_loop_crowd_meets_each_queues_load() -> None:
+    """§6.1: a queue's average load is the drawn one (0.8 here: 0.8 × 8 GPUs × 14 days of
+    GPU-time); whole users alone missed it by up to a quarter, a part-time user closes it."""
+    setup = SiaSetup(queues=3, days=14.0, arrivals="closed-loop", load_range=(0.8, 0.8))
+    w = generate_sia_workload(setup, seed=1)
+    capacity = setup.gpus_per_queue * setup.days * DAY
+    for queue in ("q1", "q2", "q3"):
+        work = sum(j.num_gpus * j.duration for j in w.jobs if j.pool == queue)
+        assert work / capacity == pytest.approx(0.8, rel=0.05)

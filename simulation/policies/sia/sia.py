@@ -94,17 +94,25 @@ from simulation.view import ClusterView, JobView
 PREDICTORS = ("learned", "perfect", "random")
 
 
-class _Observed:
-    """One job as the scheduler saw it: queue, arrival, width, start and end."""
+class _ObservedQueue:
+    """One queue's jobs as the scheduler saw them, in the order it saw them: arrival,
+    width, start and end (`inf` until known), kept as columns so that a round's history is
+    a copy of four lists rather than a walk over every job ever seen."""
 
-    __slots__ = ("queue", "arrival", "width", "start", "end")
+    __slots__ = ("arrivals", "widths", "starts", "ends")
 
-    def __init__(self, queue: str, arrival: float, width: int) -> None:
-        self.queue = queue
-        self.arrival = arrival
-        self.width = width
-        self.start = math.inf
-        self.end = math.inf
+    def __init__(self) -> None:
+        self.arrivals: list[float] = []
+        self.widths: list[int] = []
+        self.starts: list[float] = []
+        self.ends: list[float] = []
+
+    def add(self, arrival: float, width: int) -> int:
+        self.arrivals.append(arrival)
+        self.widths.append(width)
+        self.starts.append(math.inf)
+        self.ends.append(math.inf)
+        return len(self.arrivals) - 1
 
 
 def monotone_in_window(will_arrive: Mapping[tuple[str, float], bool]
@@ -169,7 +177,8 @@ class Sia(QueuePolicy):
             raise InputError(f"must lie in [0, 1], got {self.duration_quantile!r}",
                              source="settings", field="duration_quantile")
         self._dedicated: set[str] = set()
-        self._observed: dict[str, _Observed] = {}
+        self._observed: dict[str, tuple[_ObservedQueue, int]] = {}  # job -> (queue, row)
+        self._queues: dict[str, _ObservedQueue] = {}
         self._running: set[str] = set()
         self._durations = JobDurationPredictor(fallback_quantile=self.duration_quantile)
         self._model = WillJobsArrive(self._windows, seed=self.rng.randrange(2**31))
@@ -202,16 +211,20 @@ class Sia(QueuePolicy):
     def _observe(self, view: ClusterView, quotas: dict[str, int]) -> None:
         """Record arrivals, starts and completions since the last round."""
         now = view.now
+        if not self._queues:
+            self._queues = {q: _ObservedQueue() for q in quotas}
         for job in view.queue.values():
             if job.job_id not in self._observed:
                 spec = job.spec
-                self._observed[job.job_id] = _Observed(
-                    queue_of(spec, quotas), spec.submit_time, spec.num_gpus)
+                columns = self._queues[queue_of(spec, quotas)]
+                self._observed[job.job_id] = (columns,
+                                              columns.add(spec.submit_time, spec.num_gpus))
         for job_id in self._running - view.running.keys():
             job = view.job(job_id)
             if job.status is not JobStatus.DONE:
                 continue  # preempted: back in the queue, not finished
-            self._observed[job_id].end = now
+            columns, row = self._observed[job_id]
+            columns.ends[row] = now
             self._durations.observe(job.spec, job.executed_seconds)
         self._running = set(view.running)
         self._dedicated &= self._running
@@ -219,7 +232,7 @@ class Sia(QueuePolicy):
             self._first_seen = now
             self._next_training = (self.history_days * 86400.0 if self.history_days > 0
                                    else now + self.train_hours * 3600.0)
-        if now >= self._next_training:
+        if now >= self._next_training and self.arrivals == "learned":
             self._model.fit(self._histories(view, quotas, expected=False),
                             self._first_seen or 0.0, now)
             self._next_training = now + self.retrain_hours * 3600.0
@@ -227,22 +240,18 @@ class Sia(QueuePolicy):
     def _histories(self, view: ClusterView, quotas: dict[str, int], *, expected: bool
                    ) -> dict[str, PoolHistory]:
         """Per-queue history; with `expected`, running jobs end when they are estimated to."""
-        columns: dict[str, tuple[list, list, list, list]] = {q: ([], [], [], []) for q in quotas}
-        now = view.now
-        for job_id, record in self._observed.items():
-            arrivals, widths, starts, ends = columns[record.queue]
-            end = record.end
-            if expected and job_id in self._running:
+        ends = {q: list(self._queues[q].ends) for q in quotas}
+        if expected:
+            now = view.now
+            for job_id in self._running:
+                columns, row = self._observed[job_id]
                 job = view.job(job_id)
                 estimate = self._estimated_duration(job)
                 # an overdue job is expected to end any moment, not to have ended already
-                end = math.inf if estimate is None else max(
+                ends[queue_of(job.spec, quotas)][row] = math.inf if estimate is None else max(
                     np.nextafter(now, math.inf), now + estimate - job.executed_seconds)
-            arrivals.append(record.arrival)
-            widths.append(record.width)
-            starts.append(record.start)
-            ends.append(end)
-        return {q: PoolHistory.of(*cols) for q, cols in columns.items()}
+        return {q: PoolHistory.of(self._queues[q].arrivals, self._queues[q].widths,
+                                  self._queues[q].starts, ends[q]) for q in quotas}
 
     # -- predictors -------------------------------------------------------------------------
 
@@ -315,7 +324,8 @@ class Sia(QueuePolicy):
         if idle > 0 and any(usage.pending.values()):
             yield from self._allocate_spare(view, quotas, usage, dedicated, idle)
         for job_id in view.running:
-            self._observed[job_id].start = min(self._observed[job_id].start, view.now)
+            columns, row = self._observed[job_id]
+            columns.starts[row] = min(columns.starts[row], view.now)
         self._running = set(view.running)
 
     def _start(self, view: ClusterView, quotas: dict[str, int], usage: QueueUsage,
