@@ -18,7 +18,7 @@ papers folder, so this module implements the widely used simplification of it:
   only the resources of an expired lease go back to the arbiter for auction; not the default,
   see below). A lease runs `lease` seconds from when its job got its GPUs. When leases expire
   while jobs wait, their GPUs and any free GPU are auctioned among the M jobs that wait or
-  whose leases expired: the ``ceil(f·M)`` with the worst ρ (`fairness_fraction` f) win GPUs
+  whose leases expired: the ``ceil((1-f)·M)`` with the worst ρ (`fairness_fraction` f) win GPUs
   greedily in decreasing ρ (instead of the auction's bids and proportional-fair allocation);
   what they leave — Themis' *leftover allocation* — goes to the others in a random order
   drawn from the policy's seeded RNG. An expired job that wins keeps its GPUs with a new
@@ -246,9 +246,11 @@ def greedy_keep(need: np.ndarray, budget: int) -> tuple[np.ndarray, int]:
     return kept, budget
 
 
-def auction_participants(contenders: int, fraction: float) -> int:
-    """How many of the worst-ρ jobs take part in a lease-end auction (at least one)."""
-    return min(contenders, max(1, math.ceil(fraction * contenders - 1e-9)))
+def auction_participants(contenders: int, fairness_knob: float) -> int:
+    """How many of the worst-ρ jobs bid in an auction: the 1 - f fraction of the contenders
+    (Themis §5.2's fairness knob f: f = 0 lets every job bid, the most efficient; f → 1 only
+    the least fair one, the most fair), at least one."""
+    return min(contenders, max(1, math.ceil((1.0 - fairness_knob) * contenders - 1e-9)))
 
 
 @register
@@ -259,8 +261,9 @@ class Themis(Policy):
     params = (
         Param("lease", float, 600.0, "lease length in seconds; reallocation at lease ends",
               bounds=(1.0, 86_400.0)),
-        Param("fairness_fraction", float, 0.8, "f: share of jobs with the worst ρ offered GPUs",
-              bounds=(0.01, 1.0)),
+        Param("fairness_fraction", float, 0.8, "f, Themis' fairness knob: only the 1 - f "
+              "fraction of jobs with the worst ρ bid (0: all bid; 1: only the least fair)",
+              bounds=(0.0, 1.0)),
         Param("leases", str, "global", "global: every lease ends at t = k·lease and the whole "
               "cluster is re-auctioned; per-job: a lease runs `lease` s from when its job got "
               "GPUs and only expired leases are re-auctioned (Themis §3)",
@@ -382,7 +385,7 @@ class Themis(Policy):
 
     def _expired_auction(self, view: ClusterView, expired: list[str]) -> Iterator[Decision]:
         """Themis §3 with per-job leases: the GPUs of expired leases (and any free GPU) go to
-        auction among the waiting jobs and the jobs whose leases expired. The ⌈f·M⌉ worst-ρ
+        auction among the waiting jobs and the jobs whose leases expired. The ⌈(1-f)·M⌉ worst-ρ
         of these M jobs win greedily in decreasing ρ, the leftover goes to the others in
         seeded random order; an expired job that wins keeps its GPUs with a new lease (no
         restart), one that loses is preempted. Jobs holding unexpired leases are not touched.
@@ -449,7 +452,7 @@ class Themis(Policy):
                     yield launch
 
     def _lease_end(self, view: ClusterView) -> Iterator[Decision]:
-        """The auction: the ⌈f·N⌉ worst-ρ jobs first, the rest in seeded random order, and
+        """The auction: the ⌈(1-f)·N⌉ worst-ρ jobs first, the rest in seeded random order, and
         the highest of that order that fit keep or take GPUs (`preemptive_schedule`).
 
         The walk usually ends (no GPU left) inside the auctioned front, so the order is made

@@ -46,7 +46,7 @@ def test_themis_gives_the_gpu_to_the_worst_rho_at_lease_ends(leases, a_ends):
     # = .90 > B (1300+2400)/6000 = .62 -> A runs 1400-1800, B ends at 1800 + 2400.
     jobs = workload(JobSpec("A", 0.0, 1, 1000.0), JobSpec("B", 100.0, 1, 3000.0),
                     JobSpec("C", 100.0, 1, 200.0))
-    result = _run(jobs, "themis", {"fairness_fraction": 1.0, "leases": leases})
+    result = _run(jobs, "themis", {"fairness_fraction": 0.0, "leases": leases})
     assert _ends(result) == pytest.approx({"C": 800.0, "A": a_ends, "B": 4200.0})
     assert {row["job_id"]: row["preemptions"] for row in result.jobs} == {"A": 1, "B": 1, "C": 0}
 
@@ -61,11 +61,14 @@ def test_themis_waiting_job_overtakes_only_at_a_lease_end():
         {"B": 400.0, "A": 1100.0})
 
 
-def test_themis_auction_takes_the_worst_fraction():
-    assert auction_participants(5, 0.8) == 4
-    assert auction_participants(2, 0.8) == 2
-    assert auction_participants(10, 0.25) == 3
-    assert auction_participants(3, 0.01) == 1
+def test_themis_auction_takes_the_least_fair_1_minus_f():
+    # Themis §5.2: the 1 - f fraction of the jobs with the worst ρ bid, at least one.
+    assert auction_participants(5, 0.8) == 1
+    assert auction_participants(10, 0.8) == 2
+    assert auction_participants(11, 0.8) == 3
+    assert auction_participants(10, 0.25) == 8
+    assert auction_participants(3, 0.0) == 3
+    assert auction_participants(3, 1.0) == 1
 
 
 def _running_at_first_lease_end(fraction: float, seed: int) -> set[str]:
@@ -82,18 +85,18 @@ def _running_at_first_lease_end(fraction: float, seed: int) -> set[str]:
 
 
 def test_themis_leftover_goes_to_non_participants_in_seeded_random_order():
-    # f = 1: greedy by ρ, X and Y win. f = .2: only X is auctioned; the GPU left over goes to
-    # one of the four others, drawn from the policy's seeded RNG.
-    assert all(_running_at_first_lease_end(1.0, seed) == {"X", "Y"} for seed in range(5))
-    runs = [_running_at_first_lease_end(0.2, seed) for seed in range(12)]
+    # f = 0: every job bids, greedy by ρ, X and Y win. f = .8: only X (⌈.2·5⌉ = 1) bids; the
+    # GPU left over goes to one of the four others, drawn from the policy's seeded RNG.
+    assert all(_running_at_first_lease_end(0.0, seed) == {"X", "Y"} for seed in range(5))
+    runs = [_running_at_first_lease_end(0.8, seed) for seed in range(12)]
     assert all("X" in run and len(run) == 2 for run in runs)
     assert len({frozenset(run) for run in runs}) > 1
-    assert runs == [_running_at_first_lease_end(0.2, seed) for seed in range(12)]
+    assert runs == [_running_at_first_lease_end(0.8, seed) for seed in range(12)]
 
 
 def test_themis_rejects_bad_parameters():
     with pytest.raises(ValueError):
-        create_policy("themis", {"fairness_fraction": 0.0})
+        create_policy("themis", {"fairness_fraction": 1.5})
     with pytest.raises(ValueError):
         create_policy("themis", {"lease": 0.0})
 

@@ -2,7 +2,7 @@
 
 Definition (`simulation.policies.themis`): every round ranks the jobs by
 `finish_time_fairness`, worst first, ties by submission then job id; between lease ends the
-waiting jobs take free GPUs in that order (`launch_in_order`), at a lease end the ⌈f·N⌉ worst
+waiting jobs take free GPUs in that order (`launch_in_order`), at a lease end the ⌈(1-f)·N⌉ worst
 come first, the rest in seeded random order, and `preemptive_schedule` keeps or starts the
 highest that fit. The policy computes ρ from per-job values kept across rounds
 (`Contenders`), in numpy or, for few waiting jobs, in Python, and walks the order in numpy
@@ -88,8 +88,8 @@ def outcome(policy: Themis, jobs: list[JobSpec], restart: float) -> list[tuple]:
 
 @pytest.mark.parametrize("seed", range(8))
 @pytest.mark.parametrize(("lease", "fraction", "restart", "gap"), [
-    (100.0, 0.8, 63.0, 300.0), (250.0, 0.3, 0.0, 300.0), (60.0, 1.0, 20.0, 300.0),
-    (60.0, 0.7, 63.0, 5.0),  # a long queue: walks often end before the leftover
+    (100.0, 0.2, 63.0, 300.0), (250.0, 0.7, 0.0, 300.0), (60.0, 0.0, 20.0, 300.0),
+    (60.0, 0.3, 63.0, 5.0),  # a long queue: walks often end before the leftover
 ])
 @pytest.mark.parametrize("few", [0, 10, 1000])  # waiting jobs ranked in Python, not numpy
 def test_themis_equals_its_definition(seed, lease, fraction, restart, gap, few, monkeypatch):
