@@ -230,6 +230,32 @@ class Leases:
         return ended
 
 
+class Rounds:
+    """Leases that all end together on a global clock, at t = k·`length` (`leases=rounds`):
+    at each round end every running job's lease ends and the whole cluster goes to the same
+    auction. A job launched between rounds holds its GPUs to the next round end."""
+
+    def __init__(self, length: float) -> None:
+        self.length = length
+
+    def next_end(self, view: ClusterView) -> float:
+        return (math.floor(view.now / self.length + _LEASE_TOLERANCE) + 1) * self.length
+
+    def ending(self, view: ClusterView) -> list[str]:
+        """Every running job, in job id order, at a round end; nobody between rounds."""
+        now = view.now
+        boundary = round(now / self.length) * self.length
+        if abs(now - boundary) > _LEASE_TOLERANCE * max(1.0, now):
+            return []
+        return sorted(view.running)
+
+    def grant(self, job_id: str, now: float) -> None:
+        """Every lease runs to the round's end: nothing to record."""
+
+    def revoke(self, job_id: str) -> None:
+        """Every lease runs to the round's end: nothing to record."""
+
+
 def fairness(now: float, submit: np.ndarray, left: np.ndarray, duration: np.ndarray,
              gpus: np.ndarray, share_gpus: float) -> np.ndarray:
     """`finish_time_fairness` of many jobs, with the same float operations in the same order;
@@ -320,15 +346,21 @@ class Themis(Policy):
         Param("fairness_fraction", float, 0.8, "f, Themis' fairness knob: only the 1 - f "
               "fraction of jobs with the worst ρ bid (0: all bid; 1: only the least fair)",
               bounds=(0.0, 1.0)),
+        Param("leases", str, "per-job", "per-job: a lease runs `lease` s from when its job got "
+              "GPUs and only ending leases are auctioned (Themis §4-§5); rounds: every lease "
+              "ends at t = k·lease and the whole cluster is auctioned (Muri §6's rounds)",
+              choices=("per-job", "rounds")),
     )
     interval = None  # woken at lease ends; arrivals and completions are events
     lease: float
     fairness_fraction: float
+    leases: str
 
     def __init__(self, **values: object) -> None:
         super().__init__(**values)
         self._waiting = Waiting()
-        self._leases = Leases(self.lease)
+        self._leases: Leases | Rounds = (
+            Rounds(self.lease) if self.leases == "rounds" else Leases(self.lease))
 
     def next_wakeup(self, view: ClusterView) -> float | None:
         if not view.queue:
@@ -418,6 +450,12 @@ class Themis(Policy):
                 leases.grant(job_id, now)  # a pinned job keeps its GPUs
         if not offered:
             return
+        budget = (sum(view.free_gpus(pool.name) for pool in view.spec.pools)
+                  + sum(job.gpus for job in offered))
+        if view.smallest_queued_gpus() > budget:
+            for job in offered:  # no waiting job fits: every holder wins back unopposed
+                leases.grant(job.job_id, now)
+            return
         rows = self._waiting.rows
         first = len(rows)
         contenders, capacity = len(running) + len(view.queue), training_capacity(view)
@@ -433,8 +471,6 @@ class Themis(Policy):
         def job_id(i: int) -> str:
             return ids[i] if i < first else offered[i - first].job_id
 
-        budget = (sum(view.free_gpus(pool.name) for pool in view.spec.pools)
-                  + sum(job.gpus for job in offered))
         bidders = auction_participants(len(rho), self.fairness_fraction)
         won: list[int] = []
         bid = np.zeros(len(rho), dtype=bool)
