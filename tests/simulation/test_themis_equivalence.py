@@ -142,6 +142,23 @@ def test_themis_equals_its_definition(seed, lease, fraction, restart, gap, few, 
     assert sum(row[3] for row in fast) > 0  # contended: lease ends preempt
 
 
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize(("lease", "fraction", "restart", "gap"), [
+    (100.0, 0.2, 63.0, 300.0), (60.0, 0.8, 20.0, 5.0),
+])
+@pytest.mark.parametrize("few", [0, 1000])
+def test_themis_rounds_equal_their_definition(seed, lease, fraction, restart, gap, few,
+                                              monkeypatch):
+    # `leases=rounds`: every running job's lease ends at each k·lease, the same auction.
+    monkeypatch.setattr(themis, "_FEW_WAITING", few)
+    params = {"lease": lease, "fairness_fraction": fraction, "leases": "rounds"}
+    jobs = random_jobs(seed, 120 if gap < 100 else 70, gap)
+    fast = outcome(create_policy("themis", params, seed=seed), jobs, restart)
+    reference = ThemisByDefinition(rng=random.Random(f"themis:{seed}"), **params)
+    assert fast == outcome(reference, jobs, restart)
+    assert sum(row[3] for row in fast) > 0
+
+
 def test_waiting_rows_follow_the_logs():
     """The kept rows name exactly the jobs waiting after every round, and a requeued job's
     remaining seconds are those it left with (stale rows would keep the old)."""
