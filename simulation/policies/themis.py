@@ -16,6 +16,14 @@ them (the lead may check them against the paper), with the simplifications named
   back to the arbiter for auction. Jobs holding unexpired leases are never touched, so a job
   can lose its GPUs only at the end of one of its own leases: restarts per job are at most
   its running time / `lease`. A lease that expires while nobody waits is won back unopposed.
+- **Rounds** (`leases=rounds`, not the default). Every lease ends on a global clock at
+  t = k·`lease` and the whole cluster goes to one auction with the rules below (every
+  running job is a holder whose lease ends). Muri's evaluation schedules its baselines so
+  (six-minute rounds, Muri §5-§6.1; its authors' simulator re-decides Themis over every job),
+  and `simulation/reproductions/muri.py` runs Themis this way. Per-job leases stay the
+  default: they are the paper's rule and restart no more (muri_trace3 4.8 restarts per job
+  against 30.4 for six-minute rounds; trace 4 114 against 114), but cost more CPU on
+  overloaded traces (one auction per lease end; see benchmarks/README.md).
 - **Auction** (§5). The GPUs of the leases that expire now and any free GPU are offered to
   the M jobs that could use them (the waiting jobs and the jobs whose leases expired). Only
   the ⌈(1-f)·M⌉ of them with the worst ρ bid (the fairness knob f, `fairness_fraction`,
@@ -40,7 +48,8 @@ Speed (issues #16, #22): the parts of a waiting job's ρ that do not change whil
 kept per job (`Waiting`, fed by the engine's queue and allocation logs) and a round computes ρ
 from them with the same float operations as `finish_time_fairness`: in numpy, or in Python
 when few jobs wait. Lease ends sit in a heap (`Leases`, fed by the allocation log), so a round
-touches only the leases that end. Between auctions only the waiting jobs that fit the free
+touches only the leases that end; an auction that no waiting job fits (the holders win back
+unopposed) ranks nobody. Between auctions only the waiting jobs that fit the free
 GPUs are ranked; an auction orders its bidders piece by piece (`worst_first_in_pieces`), as the
 greedy walk (`greedy_keep`) usually ends early. Equal ρ are ordered by submission and job id
 exactly as the definition.
