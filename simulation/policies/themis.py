@@ -21,9 +21,10 @@ them (the lead may check them against the paper), with the simplifications named
   running job is a holder whose lease ends). Muri's evaluation schedules its baselines so
   (six-minute rounds, Muri §5-§6.1; its authors' simulator re-decides Themis over every job),
   and `simulation/reproductions/muri.py` runs Themis this way. Per-job leases stay the
-  default: they are the paper's rule and restart no more (muri_trace3 4.8 restarts per job
-  against 30.4 for six-minute rounds; trace 4 114 against 114), but cost more CPU on
-  overloaded traces (one auction per lease end; see benchmarks/README.md).
+  default as the paper's rule. Restarts per job at 600 s (benchmarks/README.md): fewer on a
+  light trace (muri_trace3 4.8 against 18.3 in rounds), more on an overloaded one (trace 4
+  114 against 71); per-job leases cost more CPU there (one auction per lease end: 80 s
+  against 16 s on trace 4).
 - **Auction** (§5). The GPUs of the leases that expire now and any free GPU are offered to
   the M jobs that could use them (the waiting jobs and the jobs whose leases expired). Only
   the ⌈(1-f)·M⌉ of them with the worst ρ bid (the fairness knob f, `fairness_fraction`,
