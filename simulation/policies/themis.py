@@ -1,57 +1,67 @@
-"""Themis: finish-time fairness with leases (Mahajan et al., NSDI'20 §3), as Muri §6 uses it.
+"""Themis: finish-time fairness with leases (Mahajan et al., NSDI'20), as Muri §6 uses it.
 
-Muri (SIGCOMM'22 §6.1, §6.3) runs Themis as a duration-unaware baseline on the same
-Philly traces; its simulator (Rivendile/Muri ``run_sim.py``, ``themis_sim_jobs``) solves a
-Gavel-style max-min program over ρ. Themis' own partial-allocation auction is not in our
-papers folder, so this module implements the widely used simplification of it:
+Muri (SIGCOMM'22 §6.1, §6.3) runs Themis as a duration-unaware baseline on the same Philly
+traces. Themis' paper is not in our papers folder; the rules below are its §3-§5 as we read
+them (the lead may check them against the paper), with the simplifications named:
 
-- **Finish-time fairness.** A job's ρ = T_shared / T_independent. T_independent is its
+- **Finish-time fairness** (§3). A job's ρ = T_shared / T_independent. T_independent is its
   running time alone on its requested GPUs in a cluster cut into N equal shares (N = jobs
-  running or waiting now, G = GPUs that can host training): ``duration × max(1, g·N / G)``
-  — a job asking for more than G/N GPUs runs proportionally slower on its share.
+  running or waiting now, G = GPUs that can host training): ``duration × max(1, g·N / G)``.
   T_shared = time since submission + remaining time at the current allocation (its rate on
-  the GPUs it holds). A waiting job has no allocation; its remaining time is taken at its
-  requested GPUs on the reference GPU (as if it started now), so its ρ grows with every
-  second it waits instead of being infinite for every waiting job alike. Durations are the
-  scheduler's *predicted* ones (`JobView.predicted_duration`).
-- **Leases and auction**, `leases=per-job` (Themis §3: a job holds its GPUs for a lease, and
-  only the resources of an expired lease go back to the arbiter for auction; not the default,
-  see below). A lease runs `lease` seconds from when its job got its GPUs. When leases expire
-  while jobs wait, their GPUs and any free GPU are auctioned among the M jobs that wait or
-  whose leases expired: the ``ceil(f·M)`` with the worst ρ (`fairness_fraction` f) win GPUs
-  greedily in decreasing ρ (instead of the auction's bids and proportional-fair allocation);
-  what they leave — Themis' *leftover allocation* — goes to the others in a random order
-  drawn from the policy's seeded RNG. An expired job that wins keeps its GPUs with a new
-  lease (no restart); one that loses is preempted (a restart, 63 s). A lease that expires
-  while nobody waits is won back unopposed. Jobs holding unexpired leases are never touched.
-  `leases=global` (default, the rule before issue #16): leases end together every `lease`
-  seconds on a global clock (t = k·lease) and each lease end re-auctions the whole cluster
-  over all N jobs, preempting every running job outside the winners. Measured on
-  muri_trace3 (8 × 8, `benchmarks/bench_muri_traces.py`), per-job leases restart jobs more,
-  not less (39.5 restarts per job against 21.5: an expiring job almost always loses its GPUs
-  to a waiting job, whose ρ grows while it waits) and cost 5x the CPU (an auction at every
-  expiry), so the default stays global until the auction weighs what a restart costs.
-- **Between lease ends** (arrivals, completions) nothing is preempted: GPUs that free up go to
+  the GPUs it holds). A waiting job's remaining time is taken at its requested GPUs (as if it
+  started now), so its ρ grows with every second it waits. Durations are the scheduler's
+  *predicted* ones (`JobView.predicted_duration`).
+- **Leases** (§4-§5). A job that gets GPUs holds them for a lease of `lease` seconds (default
+  10 minutes, the lease the paper evaluates with); only when a lease expires do its GPUs go
+  back to the arbiter for auction. Jobs holding unexpired leases are never touched, so a job
+  can lose its GPUs only at the end of one of its own leases: restarts per job are at most
+  its running time / `lease`. A lease that expires while nobody waits is won back unopposed.
+- **Rounds** (`leases=rounds`, not the default). Every lease ends on a global clock at
+  t = k·`lease` and the whole cluster goes to one auction with the rules below (every
+  running job is a holder whose lease ends). Muri's evaluation schedules its baselines so
+  (six-minute rounds, Muri §5-§6.1; its authors' simulator re-decides Themis over every job),
+  and `simulation/reproductions/muri.py` runs Themis this way. Per-job leases stay the
+  default as the paper's rule. Restarts per job at 600 s (benchmarks/README.md): fewer on a
+  light trace (muri_trace3 4.8 against 18.3 in rounds), more on an overloaded one (trace 4
+  114 against 71); per-job leases cost more CPU there (one auction per lease end: 80 s
+  against 16 s on trace 4).
+- **Auction** (§5). The GPUs of the leases that expire now and any free GPU are offered to
+  the M jobs that could use them (the waiting jobs and the jobs whose leases expired). Only
+  the ⌈(1-f)·M⌉ of them with the worst ρ bid (the fairness knob f, `fairness_fraction`,
+  default 0.8: f = 0 lets every job bid, f → 1 only the least fair). Simplification: instead
+  of bids and the partial-allocation mechanism, bidders win greedily in decreasing ρ.
+- **Leftover allocation** (§5). What the bidders leave goes to the jobs that did not bid. A
+  job whose lease expired first keeps what it holds (our choice where the paper leaves the
+  leftover's order open: moving GPUs between jobs that did not bid buys no fairness and costs
+  a restart); then waiting jobs that fit take the rest in a random order drawn from the
+  policy's seeded RNG. An expired job that keeps its GPUs starts a new lease and is not
+  restarted; one that loses them is preempted (a restart, 63 s).
+- **Placement sensitivity** (§3-§4: an app values a spread placement below a packed one).
+  Our throughput model has no locality term (`view.throughput.rate` depends on the GPU count
+  and speed only), so every placement of g GPUs is worth the same to a bidder: winners are
+  placed best-fit (packed), and a job that keeps its lease keeps its placement.
+- **Between auctions** (arrivals, completions) nothing is preempted: GPUs that free up go to
   waiting jobs in decreasing ρ (work-conserving, non-preemptive).
-- Ties in ρ go to the earlier submission, then the job id. Non-preemptible running jobs keep
-  their GPUs whatever their ρ.
+- Ties in ρ go to the earlier submission, then the job id. Non-preemptible jobs renew their
+  leases whatever their ρ.
 
-Speed (issue #22): every round ranks the contending jobs, so the parts of ρ that do not change
-while a job waits or keeps its GPUs are kept per job (`Contenders`, fed by the engine's queue
-and allocation logs), and a round computes ρ from them with the same float operations as
-`finish_time_fairness`: in numpy, or in Python when few jobs wait; only a running job's
-remaining work is read per job, at lease ends. Between lease ends only the waiting jobs that
-fit the free GPUs are ranked; at lease ends the order is made piece by piece, since the walk
-(`greedy_keep`, `preemptive_schedule`'s in a few numpy steps) usually ends early; a
-per-job auction ranks the waiting jobs the same way. Equal ρ are ordered by submission and
-job id exactly as the definition.
+Speed (issues #16, #22): the parts of a waiting job's ρ that do not change while it waits are
+kept per job (`Waiting`, fed by the engine's queue and allocation logs) and a round computes ρ
+from them with the same float operations as `finish_time_fairness`: in numpy, or in Python
+when few jobs wait. Lease ends sit in a heap (`Leases`, fed by the allocation log), so a round
+touches only the leases that end; an auction that no waiting job fits (the holders win back
+unopposed) ranks nobody. Between auctions only the waiting jobs that fit the free
+GPUs are ranked; an auction orders its bidders piece by piece (`worst_first_in_pieces`), as the
+greedy walk (`greedy_keep`) usually ends early. Equal ρ are ordered by submission and job id
+exactly as the definition.
 """
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections.abc import Callable, Iterable, Iterator
-from operator import attrgetter, itemgetter
+from operator import itemgetter
 
 import numpy as np
 
@@ -63,7 +73,6 @@ from simulation.state import JobStatus
 from simulation.view import ClusterView, JobView
 
 _LEASE_TOLERANCE = 1e-6
-_REMAINING_WORK = attrgetter("remaining_work")
 _FEW_WAITING = 150  # up to this many waiting jobs, Python ranks them faster than numpy
 
 
@@ -129,17 +138,14 @@ class Rows:
         return self._data[index, : len(self.ids)]
 
 
-# Columns of `Contenders.rows`. LEFT: a waiting job's remaining seconds at its requested rate;
-# SCALE: a running job's predicted / true duration; RATE: its rate now; HELD: its GPUs.
-SUBMIT, DURATION, GPUS, LEFT, SCALE, RATE, HELD, PINNED, RUNNING = range(9)
+# Columns of `Waiting.rows`. LEFT: a waiting job's remaining seconds at its requested rate.
+SUBMIT, DURATION, GPUS, LEFT = range(4)
 
 
-class Contenders:
-    """The jobs that wait or run, each with what its ρ needs that changes only when it enters
-    the queue or its GPUs change, kept from the engine's queue and allocation logs: in numpy
-    columns (`rows`), and for the waiting jobs also as Python tuples (`waiting`), cheaper to
-    rank than arrays when few jobs wait. (A job's share changes only by `SetShare`, which
-    Themis never makes.)"""
+class Waiting:
+    """The waiting jobs, each with what its ρ needs that changes only when it enters the
+    queue, kept from the engine's queue and allocation logs: in numpy columns (`rows`), and as
+    Python tuples (`jobs`), cheaper to rank than arrays when few jobs wait."""
 
     def __init__(self) -> None:
         self._view: ClusterView | None = None
@@ -147,32 +153,117 @@ class Contenders:
     def sync(self, view: ClusterView) -> None:
         if view is not self._view:  # a new run or snapshot: read the logs from the start
             self._view, self._queued, self._moved = view, 0, 0
-            self.rows = Rows(9)
+            self.rows = Rows(4)
             # job id -> (submit time, predicted duration, GPUs, LEFT, job)
-            self.waiting: dict[str, tuple[float, float, int, float, JobView]] = {}
+            self.jobs: dict[str, tuple[float, float, int, float, JobView]] = {}
         queued, self._queued = view.queued_since(self._queued)
         moved, self._moved = view.allocations_since(self._moved)
-        waiting, running = view.queue.keys(), view.running.keys()
-        rows = self.rows
+        waiting = view.queue.keys()
         for job_id in dict.fromkeys(queued + moved):
+            if job_id not in waiting:
+                self.rows.drop(job_id)
+                self.jobs.pop(job_id, None)
+                continue
             job = view.job(job_id)
             spec = job.spec
-            if job_id in waiting:
-                rate = current_rate(view, job)
-                left = remaining_seconds(job) / rate if rate > 0 else math.inf
-                rows.put(job, (spec.submit_time, job.predicted_duration, spec.num_gpus, left,
-                               1.0, 0.0, 0, False, False))
-                self.waiting[job_id] = (spec.submit_time, job.predicted_duration,
-                                        spec.num_gpus, left, job)
-                continue
-            self.waiting.pop(job_id, None)
-            if job_id in running:
-                scale = job.predicted_duration / spec.duration if spec.duration > 0 else 1.0
-                rows.put(job, (spec.submit_time, job.predicted_duration, spec.num_gpus, 0.0,
-                               scale, current_rate(view, job), job.gpus, not spec.preemptible,
-                               True))
+            rate = current_rate(view, job)
+            left = remaining_seconds(job) / rate if rate > 0 else math.inf
+            self.rows.put(job, (spec.submit_time, job.predicted_duration, spec.num_gpus, left))
+            self.jobs[job_id] = (spec.submit_time, job.predicted_duration, spec.num_gpus, left,
+                                 job)
+
+
+class Leases:
+    """When each running job's lease ends (Themis §4-§5), kept from the engine's allocation
+    log: a job that gets GPUs holds a lease from then, one that stops holds none. Ends sit in
+    a heap (stale entries skipped), so a round looks only at the leases that end."""
+
+    def __init__(self, length: float) -> None:
+        self.length = length
+        self._view: ClusterView | None = None
+
+    def sync(self, view: ClusterView) -> None:
+        if view is not self._view:  # a new run or snapshot: leases run from first sight
+            self._view = view
+            self._end: dict[str, float] = {}
+            self._heap: list[tuple[float, str]] = []
+            moved, self._moved = list(view.running.keys()), view.allocations_since(0)[1]
+        else:
+            moved, self._moved = view.allocations_since(self._moved)
+        running = view.running
+        for job_id in moved:
+            if job_id not in running:
+                self._end.pop(job_id, None)
+            elif job_id not in self._end:
+                self.grant(job_id, view.now)
+
+    def grant(self, job_id: str, now: float) -> None:
+        """A new lease for `job_id` from `now`."""
+        end = self._end[job_id] = now + self.length
+        heapq.heappush(self._heap, (end, job_id))
+
+    def revoke(self, job_id: str) -> None:
+        self._end.pop(job_id, None)
+
+    def _front(self, now: float) -> tuple[float, str] | None:
+        """The earliest live lease end; one that passed while nobody waited was won back
+        unopposed, lease after lease, so it runs on to its next end at or after `now`."""
+        heap, ends = self._heap, self._end
+        past = now - _LEASE_TOLERANCE * max(1.0, now)
+        while heap:
+            end, job_id = heap[0]
+            if ends.get(job_id) != end:
+                heapq.heappop(heap)
+            elif end < past:
+                end += math.ceil((now - end) / self.length) * self.length
+                ends[job_id] = end
+                heapq.heapreplace(heap, (end, job_id))
             else:
-                rows.drop(job_id)
+                return heap[0]
+        return None
+
+    def next_end(self, view: ClusterView) -> float | None:
+        self.sync(view)
+        front = self._front(view.now)
+        return front[0] if front is not None else None
+
+    def ending(self, view: ClusterView) -> list[str]:
+        """The jobs whose leases end now, in (end, job id) order; each must be granted a new
+        lease or revoked."""
+        self.sync(view)
+        now = view.now
+        horizon = now + _LEASE_TOLERANCE * max(1.0, now)
+        ended = []
+        while (front := self._front(now)) is not None and front[0] <= horizon:
+            heapq.heappop(self._heap)
+            ended.append(front[1])
+        return ended
+
+
+class Rounds:
+    """Leases that all end together on a global clock, at t = k·`length` (`leases=rounds`):
+    at each round end every running job's lease ends and the whole cluster goes to the same
+    auction. A job launched between rounds holds its GPUs to the next round end."""
+
+    def __init__(self, length: float) -> None:
+        self.length = length
+
+    def next_end(self, view: ClusterView) -> float:
+        return (math.floor(view.now / self.length + _LEASE_TOLERANCE) + 1) * self.length
+
+    def ending(self, view: ClusterView) -> list[str]:
+        """Every running job, in job id order, at a round end; nobody between rounds."""
+        now = view.now
+        boundary = round(now / self.length) * self.length
+        if abs(now - boundary) > _LEASE_TOLERANCE * max(1.0, now):
+            return []
+        return sorted(view.running)
+
+    def grant(self, job_id: str, now: float) -> None:
+        """Every lease runs to the round's end: nothing to record."""
+
+    def revoke(self, job_id: str) -> None:
+        """Every lease runs to the round's end: nothing to record."""
 
 
 def fairness(now: float, submit: np.ndarray, left: np.ndarray, duration: np.ndarray,
@@ -246,25 +337,29 @@ def greedy_keep(need: np.ndarray, budget: int) -> tuple[np.ndarray, int]:
     return kept, budget
 
 
-def auction_participants(contenders: int, fraction: float) -> int:
-    """How many of the worst-ρ jobs take part in a lease-end auction (at least one)."""
-    return min(contenders, max(1, math.ceil(fraction * contenders - 1e-9)))
+def auction_participants(contenders: int, fairness_knob: float) -> int:
+    """How many of the worst-ρ jobs bid in an auction: the 1 - f fraction of the contenders
+    (Themis §5.2's fairness knob f: f = 0 lets every job bid, the most efficient; f → 1 only
+    the least fair one, the most fair), at least one."""
+    return min(contenders, max(1, math.ceil((1.0 - fairness_knob) * contenders - 1e-9)))
 
 
 @register
 class Themis(Policy):
     name = "themis"
-    description = "Finish-time fairness (ρ) with leases; preemptive at lease ends."
-    paper = "Themis NSDI'20 §3 (simplified auction); Muri SIGCOMM'22 §6 baseline"
+    description = "Finish-time fairness (ρ) with leases; GPUs change hands only at lease ends."
+    paper = "Themis NSDI'20 §3-§5 (simplified auction); Muri SIGCOMM'22 §6 baseline"
     params = (
-        Param("lease", float, 600.0, "lease length in seconds; reallocation at lease ends",
+        Param("lease", float, 600.0, "lease length in seconds: a job's GPUs are re-auctioned "
+              "only when its lease ends (Themis §4-§5; 10 minutes as the paper evaluates)",
               bounds=(1.0, 86_400.0)),
-        Param("fairness_fraction", float, 0.8, "f: share of jobs with the worst ρ offered GPUs",
-              bounds=(0.01, 1.0)),
-        Param("leases", str, "global", "global: every lease ends at t = k·lease and the whole "
-              "cluster is re-auctioned; per-job: a lease runs `lease` s from when its job got "
-              "GPUs and only expired leases are re-auctioned (Themis §3)",
-              choices=("per-job", "global")),
+        Param("fairness_fraction", float, 0.8, "f, Themis' fairness knob: only the 1 - f "
+              "fraction of jobs with the worst ρ bid (0: all bid; 1: only the least fair)",
+              bounds=(0.0, 1.0)),
+        Param("leases", str, "per-job", "per-job: a lease runs `lease` s from when its job got "
+              "GPUs and only ending leases are auctioned (Themis §4-§5); rounds: every lease "
+              "ends at t = k·lease and the whole cluster is auctioned (Muri §6's rounds)",
+              choices=("per-job", "rounds")),
     )
     interval = None  # woken at lease ends; arrivals and completions are events
     lease: float
@@ -273,69 +368,38 @@ class Themis(Policy):
 
     def __init__(self, **values: object) -> None:
         super().__init__(**values)
-        self._contenders = Contenders()
-        self._expiry: dict[str, float] = {}  # running job -> when its lease expires (per-job)
-        self._lease_view: ClusterView | None = None
-
-    def at_lease_end(self, now: float) -> bool:
-        boundary = round(now / self.lease) * self.lease
-        return abs(now - boundary) <= _LEASE_TOLERANCE * max(1.0, now)
+        self._waiting = Waiting()
+        self._leases: Leases | Rounds = (
+            Rounds(self.lease) if self.leases == "rounds" else Leases(self.lease))
 
     def next_wakeup(self, view: ClusterView) -> float | None:
         if not view.queue:
-            return None  # with nobody waiting a lease end would keep every job as it is
-        if self.leases == "per-job":
-            self._sync_leases(view)
-            return min(self._expiry.values(), default=None)
-        return (math.floor(view.now / self.lease + _LEASE_TOLERANCE) + 1) * self.lease
+            return None  # with nobody waiting every lease ending is won back unopposed
+        return self._leases.next_end(view)
 
-    def _sync_leases(self, view: ClusterView) -> None:
-        """Forget the leases of jobs no longer running; a running job the policy did not
-        launch (a new run or snapshot) holds a lease from the moment it is first seen. A
-        lease that expired while nobody waited was won back unopposed: it runs on from its
-        last expiry, one lease at a time."""
-        if view is not self._lease_view:
-            self._lease_view, self._expiry = view, {}
-        now, running = view.now, view.running
-        if len(self._expiry) != len(running) or any(j not in running for j in self._expiry):
-            self._expiry = {job_id: self._expiry.get(job_id, now + self.lease)
-                            for job_id in running}
-        past = now - _LEASE_TOLERANCE * max(1.0, now)
-        for job_id, end in self._expiry.items():
-            if end < past:
-                self._expiry[job_id] = end + math.ceil((now - end) / self.lease) * self.lease
+    def schedule(self, view: ClusterView) -> Iterator[Decision]:
+        if not view.queue:
+            return
+        self._waiting.sync(view)
+        ending = self._leases.ending(view)
+        if ending:
+            yield from self._granting(view, self._auction(view, ending))
+        yield from self._granting(view, self._work_conserving(view))
 
     def _granting(self, view: ClusterView, decisions: Iterable[Decision]
                   ) -> Iterator[Decision]:
         """`decisions`, starting a lease for each job launched."""
         for decision in decisions:
             if isinstance(decision, Launch):
-                self._expiry[decision.job_id] = view.now + self.lease
+                self._leases.grant(decision.job_id, view.now)
             yield decision
 
-    def schedule(self, view: ClusterView) -> Iterator[Decision]:
-        if not view.queue:
-            return
-        self._contenders.sync(view)
-        if self.leases == "per-job":
-            self._sync_leases(view)
-            horizon = view.now + _LEASE_TOLERANCE * max(1.0, view.now)
-            expired = [job_id for job_id, end in self._expiry.items() if end <= horizon]
-            if expired:
-                yield from self._granting(view, self._expired_auction(view, expired))
-            yield from self._granting(view, self._work_conserving(view))
-            return
-        if self.at_lease_end(view.now):
-            yield from self._lease_end(view)
-            return
-        yield from self._work_conserving(view)
-
     def _work_conserving(self, view: ClusterView) -> Iterator[Decision]:
-        """Between lease ends: waiting jobs take free GPUs in decreasing ρ, nobody is
+        """Between auctions: waiting jobs take free GPUs in decreasing ρ, nobody is
         preempted."""
         if not view.queue:
             return
-        self._contenders.sync(view)  # an auction in this round may have started or stopped jobs
+        self._waiting.sync(view)  # an auction in this round may have started or stopped jobs
         free = sum(view.free_gpus(pool.name) for pool in view.spec.pools)
         smallest = view.smallest_queued_gpus()
         if free <= 0 or free < smallest:
@@ -352,7 +416,7 @@ class Themis(Policy):
         `finish_time_fairness` computes ρ, from the kept tuples)."""
         now, share_gpus = view.now, self._share_gpus(view)
         scored = []
-        for job_id, (submit, duration, gpus, left, job) in self._contenders.waiting.items():
+        for job_id, (submit, duration, gpus, left, job) in self._waiting.jobs.items():
             if gpus <= free:
                 independent = duration * max(1.0, gpus / share_gpus)
                 shared = now - submit + left
@@ -364,9 +428,9 @@ class Themis(Policy):
     def _many_in_order(self, view: ClusterView, free: int, smallest: int) -> Iterator[JobView]:
         """`_few_in_order` in numpy, made piece by piece: the walk stops after a few
         launches."""
-        rows = self._contenders.rows
+        rows = self._waiting.rows
         gpus = rows.column(GPUS)
-        fits = np.flatnonzero((gpus <= free) & (rows.column(RUNNING) == 0))
+        fits = np.flatnonzero(gpus <= free)
         submit = rows.column(SUBMIT)[fits]
         rho = fairness(view.now, submit, rows.column(LEFT)[fits], rows.column(DURATION)[fits],
                        gpus[fits], self._share_gpus(view))
@@ -380,129 +444,76 @@ class Themis(Policy):
         """G/N: the GPUs of a job's equal share of the cluster (`finish_time_fairness`)."""
         return training_capacity(view) / max(1, len(view.running) + len(view.queue))
 
-    def _expired_auction(self, view: ClusterView, expired: list[str]) -> Iterator[Decision]:
-        """Themis §3 with per-job leases: the GPUs of expired leases (and any free GPU) go to
-        auction among the waiting jobs and the jobs whose leases expired. The ⌈f·M⌉ worst-ρ
-        of these M jobs win greedily in decreasing ρ, the leftover goes to the others in
-        seeded random order; an expired job that wins keeps its GPUs with a new lease (no
-        restart), one that loses is preempted. Jobs holding unexpired leases are not touched.
-        """
-        now, running = view.now, view.running
+    def _auction(self, view: ClusterView, ending: list[str]) -> Iterator[Decision]:
+        """The GPUs of the leases ending now and the free GPUs, auctioned among the M jobs
+        that wait or whose leases end: the ⌈(1-f)·M⌉ worst-ρ bid and win greedily in
+        decreasing ρ; the leftover goes first to the jobs whose leases end (each keeps what
+        it holds), then to waiting jobs in seeded random order. A job whose lease ends keeps
+        its GPUs with a new lease if it wins or keeps them, else it is preempted."""
+        now, running, leases = view.now, view.running, self._leases
         offered: list[JobView] = []
-        for job_id in expired:
+        for job_id in ending:
             job = running[job_id]
             if job.spec.preemptible:
                 offered.append(job)
             else:
-                self._expiry[job_id] = now + self.lease  # a pinned job keeps its GPUs
+                leases.grant(job_id, now)  # a pinned job keeps its GPUs
         if not offered:
             return
-        rows = self._contenders.rows
-        waiting = np.flatnonzero(rows.column(RUNNING) == 0)
-        submit = rows.column(SUBMIT)[waiting]
-        gpus = rows.column(GPUS)[waiting]
-        capacity = training_capacity(view)
-        rho = fairness(now, submit, rows.column(LEFT)[waiting], rows.column(DURATION)[waiting],
-                       gpus, self._share_gpus(view))
-        contenders = len(running) + len(view.queue)
-        rho = np.concatenate([rho, [finish_time_fairness(view, job, contenders, capacity)
-                                    for job in offered]])
-        submit = np.concatenate([submit, [job.submit_time for job in offered]])
-        need = np.concatenate([gpus, [job.gpus for job in offered]]).astype(np.int64)
-        first = len(waiting)
-        ids, views = rows.ids, rows.views
-
-        def job_id(i: int) -> str:
-            return ids[waiting[i]] if i < first else offered[i - first].job_id
-
         budget = (sum(view.free_gpus(pool.name) for pool in view.spec.pools)
                   + sum(job.gpus for job in offered))
-        winners = auction_participants(len(rho), self.fairness_fraction)
-        kept_parts: list[np.ndarray] = []
+        if view.smallest_queued_gpus() > budget:
+            for job in offered:  # no waiting job fits: every holder wins back unopposed
+                leases.grant(job.job_id, now)
+            return
+        rows = self._waiting.rows
+        first = len(rows)
+        contenders, capacity = len(running) + len(view.queue), training_capacity(view)
+        rho = np.concatenate([
+            fairness(now, rows.column(SUBMIT), rows.column(LEFT), rows.column(DURATION),
+                     rows.column(GPUS), self._share_gpus(view)),
+            [finish_time_fairness(view, job, contenders, capacity) for job in offered]])
+        submit = np.concatenate([rows.column(SUBMIT), [job.submit_time for job in offered]])
+        need = np.concatenate([rows.column(GPUS), [job.gpus for job in offered]]
+                              ).astype(np.int64)
+        ids = rows.ids
+
+        def job_id(i: int) -> str:
+            return ids[i] if i < first else offered[i - first].job_id
+
+        bidders = auction_participants(len(rho), self.fairness_fraction)
+        won: list[int] = []
+        bid = np.zeros(len(rho), dtype=bool)
         walked = 0
-        pieces = worst_first_in_pieces(rho, submit, job_id, budget + 16)
-        for piece in pieces:
-            shuffled = walked + len(piece) > winners
-            if shuffled:  # the walk reaches the leftover: order it all, at random
-                leftover = [*piece[winners - walked:].tolist(),
-                            *(i for rest in pieces for i in rest.tolist())]
-                self.rng.shuffle(leftover)
-                piece = np.concatenate([piece[:winners - walked],
-                                        np.array(leftover, dtype=np.intp)])
+        for piece in worst_first_in_pieces(rho, submit, job_id, budget + 16):
+            piece = piece[:bidders - walked]
+            bid[piece] = True
             kept, budget = greedy_keep(need[piece], budget)
-            kept_parts.append(piece[kept])
+            won += piece[kept].tolist()
             walked += len(piece)
-            if budget <= 0 or shuffled:
+            if budget <= 0 or walked >= bidders:
                 break
-        won = np.concatenate(kept_parts).tolist()
+        if budget > 0:  # leftover: first the jobs whose leases end keep what they hold
+            holders = np.flatnonzero(~bid[first:]) + first
+            order = worst_first(rho, submit, job_id, holders)
+            kept, budget = greedy_keep(need[order], budget)
+            won += order[kept].tolist()
+        if budget > 0:  # then waiting jobs that fit, in seeded random order
+            fitting = sorted(np.flatnonzero(~bid[:first] & (need[:first] <= budget)).tolist(),
+                             key=job_id)  # shuffled from job id order: rows move on drops
+            self.rng.shuffle(fitting)
+            kept, budget = greedy_keep(need[fitting], budget)
+            won += np.array(fitting, dtype=np.intp)[kept].tolist()
         kept_offered = {i - first for i in won if i >= first}
         for index, job in enumerate(offered):
             if index in kept_offered:
-                self._expiry[job.job_id] = now + self.lease
+                leases.grant(job.job_id, now)
             else:
-                del self._expiry[job.job_id]
+                leases.revoke(job.job_id)
                 yield Preempt(job.job_id)
+        views = rows.views
         for i in won:
             if i < first:
-                launch = place_requested(view, views[waiting[i]])
+                launch = place_requested(view, views[i])
                 if launch is not None:
                     yield launch
-
-    def _lease_end(self, view: ClusterView) -> Iterator[Decision]:
-        """The auction: the ⌈f·N⌉ worst-ρ jobs first, the rest in seeded random order, and
-        the highest of that order that fit keep or take GPUs (`preemptive_schedule`).
-
-        The walk usually ends (no GPU left) inside the auctioned front, so the order is made
-        piece by piece and the leftover is ordered only if the walk reaches it; its shuffle
-        draws from the RNG all the same, so later lease ends draw as the definition's."""
-        rows = self._contenders.rows
-        running = rows.column(RUNNING) != 0
-        on = np.flatnonzero(running)
-        left = rows.column(LEFT).copy()
-        views = rows.views
-        remaining = np.fromiter(map(_REMAINING_WORK, map(views.__getitem__, on.tolist())),
-                                float, len(on)) * rows.column(SCALE)[on]
-        rate = rows.column(RATE)[on]
-        np.divide(remaining, rate, out=remaining, where=rate > 0)
-        remaining[rate <= 0] = math.inf
-        left[on] = remaining
-        submit = rows.column(SUBMIT)
-        rho = fairness(view.now, submit, left, rows.column(DURATION), rows.column(GPUS),
-                       self._share_gpus(view))
-        pinned = rows.column(PINNED) != 0
-        held = rows.column(HELD)
-        need = np.where(running, np.where(pinned, 0, held), rows.column(GPUS)).astype(np.int64)
-        budget = training_capacity(view) - int(held[pinned].sum())
-        winners = auction_participants(len(rho), self.fairness_fraction)
-        pieces = worst_first_in_pieces(rho, submit, rows.ids.__getitem__, budget + 16)
-        kept_parts: list[np.ndarray] = []
-        walked = 0
-        shuffled = False
-        for piece in pieces:
-            if walked + len(piece) > winners:  # the walk reaches the leftover: order it all
-                leftover = [*piece[winners - walked:].tolist(),
-                            *(i for rest in pieces for i in rest.tolist())]
-                self.rng.shuffle(leftover)
-                piece = np.concatenate([piece[:winners - walked],
-                                        np.array(leftover, dtype=np.intp)])
-                shuffled = True
-            kept, budget = greedy_keep(need[piece], budget)
-            kept_parts.append(piece[kept])
-            walked += len(piece)
-            if budget <= 0 or shuffled:
-                break
-        if not shuffled:
-            self.rng.shuffle([None] * (len(rho) - winners))
-        kept = np.concatenate(kept_parts)
-        starting = kept[~running[kept]]
-        if not len(starting):
-            return
-        evict = running & ~pinned
-        evict[kept] = False
-        evicted = {rows.ids[i] for i in np.flatnonzero(evict).tolist()}
-        for job_id in [job_id for job_id in view.running.keys() if job_id in evicted]:
-            yield Preempt(job_id)
-        for i in starting.tolist():
-            launch = place_requested(view, views[i])
-            if launch is not None:
-                yield launch

@@ -34,20 +34,18 @@ def _run(jobs: Workload, policy: str, params: dict | None = None,
 # -- Themis ---------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("leases", "a_ends"), [("global", 1600.0), ("per-job", 1800.0)])
-def test_themis_gives_the_gpu_to_the_worst_rho_at_lease_ends(leases, a_ends):
-    # One GPU, leases of 600 s. A runs from 0; B (3000 s) and C (200 s) arrive at 100 and wait:
-    # arrivals never preempt. At 600 (N=3, T_id = 3·d): A 1000/3000 = .33, B 3500/9000 = .39,
-    # C 700/600 = 1.17 -> C takes the GPU until 800. At 800 (N=2, T_id = 2·d) the free GPU goes
-    # to the worse waiting job: A (800+400)/2000 = .60 < B (700+3000)/6000 = .617 -> B.
-    # global (every lease ends at k·600): at 1200 A (1200+400)/2000 = .80 > B (1200+2600)/6000
-    # = .63 -> A back until 1600, B ends at 1600 + 2600.
-    # per-job: B's lease runs from 800 to 1400, so A waits for it: at 1400 A (1400+400)/2000
-    # = .90 > B (1300+2400)/6000 = .62 -> A runs 1400-1800, B ends at 1800 + 2400.
+def test_themis_gives_the_gpu_to_the_worst_rho_at_lease_ends():
+    # One GPU, leases of 600 s, f = .8. A runs from 0; B (3000 s) and C (200 s) arrive at 100
+    # and wait: arrivals never preempt. At 600 A's lease ends (N=3, T_id = 3·d): A 1000/3000
+    # = .33, B 3500/9000 = .39, C 700/600 = 1.17; ⌈.2·3⌉ = 1 bids, C, and takes the GPU until
+    # 800. At 800 (N=2, T_id = 2·d) the free GPU goes to the worse waiting job: A (800+400)/2000
+    # = .60 < B (700+3000)/6000 = .617 -> B, leased 800-1400. At 1400 B's lease ends: A
+    # (1400+400)/2000 = .90 > B (1300+2400)/6000 = .62, A bids and wins: A runs 1400-1800,
+    # B ends at 1800 + 2400.
     jobs = workload(JobSpec("A", 0.0, 1, 1000.0), JobSpec("B", 100.0, 1, 3000.0),
                     JobSpec("C", 100.0, 1, 200.0))
-    result = _run(jobs, "themis", {"fairness_fraction": 1.0, "leases": leases})
-    assert _ends(result) == pytest.approx({"C": 800.0, "A": a_ends, "B": 4200.0})
+    result = _run(jobs, "themis")
+    assert _ends(result) == pytest.approx({"C": 800.0, "A": 1800.0, "B": 4200.0})
     assert {row["job_id"]: row["preemptions"] for row in result.jobs} == {"A": 1, "B": 1, "C": 0}
 
 
@@ -61,19 +59,23 @@ def test_themis_waiting_job_overtakes_only_at_a_lease_end():
         {"B": 400.0, "A": 1100.0})
 
 
-def test_themis_auction_takes_the_worst_fraction():
-    assert auction_participants(5, 0.8) == 4
-    assert auction_participants(2, 0.8) == 2
-    assert auction_participants(10, 0.25) == 3
-    assert auction_participants(3, 0.01) == 1
+def test_themis_auction_takes_the_least_fair_1_minus_f():
+    # Themis §5.2: the 1 - f fraction of the jobs with the worst ρ bid, at least one.
+    assert auction_participants(5, 0.8) == 1
+    assert auction_participants(10, 0.8) == 2
+    assert auction_participants(11, 0.8) == 3
+    assert auction_participants(10, 0.25) == 8
+    assert auction_participants(3, 0.0) == 3
+    assert auction_participants(3, 1.0) == 1
 
 
 def _running_at_first_lease_end(fraction: float, seed: int) -> set[str]:
-    # Two GPUs: P and Q run from 0; X, Y, Z arrive at 100. At 600 (N=5, G=2, T_id = 2.5·d):
-    # P, Q .40, X (500+100)/250 = 2.4, Y (500+400)/1000 = .90, Z (500+5000)/12500 = .44.
-    jobs = workload(JobSpec("P", 0.0, 1, 10000.0), JobSpec("Q", 0.0, 1, 10000.0),
-                    JobSpec("X", 100.0, 1, 100.0), JobSpec("Y", 100.0, 1, 400.0),
-                    JobSpec("Z", 100.0, 1, 5000.0))
+    # One server of 2 GPUs: P (2 GPUs, 10,000 s) runs from 0; X (100 s), Y (400 s), Z (5000 s),
+    # 1 GPU each, arrive at 100. At 600 P's lease ends (N=4, G=2: a share is .5 GPU):
+    # X (500+100)/200 = 3.0, Y (500+400)/800 = 1.125, Z (500+5000)/10000 = .55,
+    # P (600+9400)/40000 = .25.
+    jobs = workload(JobSpec("P", 0.0, 2, 10000.0), JobSpec("X", 100.0, 1, 100.0),
+                    JobSpec("Y", 100.0, 1, 400.0), JobSpec("Z", 100.0, 1, 5000.0))
     sim = Simulation(training_cluster(1, 2), jobs,
                      create_policy("themis", {"fairness_fraction": fraction}, seed=seed),
                      config=EngineConfig(max_time=600.0))
@@ -81,19 +83,20 @@ def _running_at_first_lease_end(fraction: float, seed: int) -> set[str]:
     return set(sim.state.running)
 
 
-def test_themis_leftover_goes_to_non_participants_in_seeded_random_order():
-    # f = 1: greedy by ρ, X and Y win. f = .2: only X is auctioned; the GPU left over goes to
-    # one of the four others, drawn from the policy's seeded RNG.
-    assert all(_running_at_first_lease_end(1.0, seed) == {"X", "Y"} for seed in range(5))
-    runs = [_running_at_first_lease_end(0.2, seed) for seed in range(12)]
-    assert all("X" in run and len(run) == 2 for run in runs)
-    assert len({frozenset(run) for run in runs}) > 1
-    assert runs == [_running_at_first_lease_end(0.2, seed) for seed in range(12)]
+def test_themis_leftover_goes_to_non_bidders_in_seeded_random_order():
+    # f = 0: all four bid, greedy by ρ: X and Y win. f = .8: only X (⌈.2·4⌉ = 1) bids and
+    # takes one of P's GPUs; P cannot keep 2 of the 1 left and is preempted; the GPU left
+    # over goes to Y or Z, drawn from the policy's seeded RNG.
+    assert all(_running_at_first_lease_end(0.0, seed) == {"X", "Y"} for seed in range(5))
+    runs = [_running_at_first_lease_end(0.8, seed) for seed in range(12)]
+    assert all("X" in run and len(run) == 2 and "P" not in run for run in runs)
+    assert {frozenset(run) for run in runs} == {frozenset("XY"), frozenset("XZ")}
+    assert runs == [_running_at_first_lease_end(0.8, seed) for seed in range(12)]
 
 
 def test_themis_rejects_bad_parameters():
     with pytest.raises(ValueError):
-        create_policy("themis", {"fairness_fraction": 0.0})
+        create_policy("themis", {"fairness_fraction": 1.5})
     with pytest.raises(ValueError):
         create_policy("themis", {"lease": 0.0})
 

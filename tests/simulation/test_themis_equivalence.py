@@ -1,14 +1,15 @@
 """Themis' fast rounds decide exactly as its definition.
 
 Definition (`simulation.policies.themis`): every round ranks the jobs by
-`finish_time_fairness`, worst first, ties by submission then job id; between lease ends the
-waiting jobs take free GPUs in that order (`launch_in_order`), at a lease end the ⌈f·N⌉ worst
-come first, the rest in seeded random order, and `preemptive_schedule` keeps or starts the
-highest that fit. The policy computes ρ from per-job values kept across rounds
-(`Contenders`), in numpy or, for few waiting jobs, in Python, and walks the order in numpy
-(`greedy_keep`). On contended random workloads with equal submit times and durations (so ρ
-ties), non-preemptible jobs and short leases, every job's start, end and preemption count
-must equal the definition's.
+`finish_time_fairness`, worst first, ties by submission then job id. When leases end, their
+GPUs and the free ones go to the ⌈(1-f)·M⌉ worst of the M jobs that wait or whose leases
+end, greedily; then the jobs whose leases end keep what they hold, in the same order; then
+waiting jobs that fit take the rest in seeded random order (shuffled from job id order).
+Between lease ends the waiting jobs take free GPUs in ρ order (`launch_in_order`). The
+policy computes ρ from per-job values kept across rounds (`Waiting`), in numpy or, for few
+waiting jobs, in Python, and walks the order in numpy (`greedy_keep`). On contended random
+workloads with equal submit times and durations (so ρ ties), non-preemptible jobs and short
+leases, every job's start, end and preemption count must equal the definition's.
 """
 
 from __future__ import annotations
@@ -20,18 +21,16 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 
-from simulation.decisions import Decision
+from simulation.decisions import Decision, Preempt
 from simulation.engine import EngineConfig, Simulation
 from simulation.model import JobSpec
 from simulation.policies import themis
 from simulation.policies.base import create_policy
-from simulation.policies.ordering import launch_in_order, preemptive_schedule, training_capacity
+from simulation.policies.ordering import launch_in_order, place_requested, training_capacity
 from simulation.policies.themis import (
-    HELD,
     LEFT,
-    RUNNING,
-    Contenders,
     Themis,
+    Waiting,
     auction_participants,
     finish_time_fairness,
     greedy_keep,
@@ -44,10 +43,8 @@ from tests.simulation.builders import training_cluster, workload
 class ThemisByDefinition(Themis):
     """Themis as its docstring defines it: a fresh Python sort of every job each round."""
 
-    def ranked(self, view: ClusterView, *, waiting_only: bool) -> list[JobView]:
+    def ranked(self, view: ClusterView, jobs: list[JobView]) -> list[JobView]:
         contenders = len(view.running) + len(view.queue)
-        jobs = [*view.queue.values()] if waiting_only else [
-            *view.running.values(), *view.queue.values()]
         capacity = training_capacity(view)
         scored = [(finish_time_fairness(view, job, contenders, capacity), job) for job in jobs]
         scored.sort(key=lambda pair: (-pair[0], pair[1].submit_time, pair[1].job_id))
@@ -55,16 +52,59 @@ class ThemisByDefinition(Themis):
 
     def schedule(self, view: ClusterView) -> Iterator[Decision]:
         if not view.queue:
-            return iter(())
-        if not self.at_lease_end(view.now):
-            if not any(view.free_gpus(pool.name) for pool in view.spec.pools):
-                return iter(())
-            return launch_in_order(view, self.ranked(view, waiting_only=True), blocking=False)
-        ranked = self.ranked(view, waiting_only=False)
-        winners = auction_participants(len(ranked), self.fairness_fraction)
-        leftover = ranked[winners:]
-        self.rng.shuffle(leftover)
-        return preemptive_schedule(view, ranked[:winners] + leftover)
+            return
+        ending = self._leases.ending(view)
+        if ending:
+            yield from self._granting(view, self.auction(view, ending))
+        if view.queue and any(view.free_gpus(pool.name) for pool in view.spec.pools):
+            yield from self._granting(view, launch_in_order(
+                view, self.ranked(view, [*view.queue.values()]), blocking=False))
+
+    def auction(self, view: ClusterView, ending: list[str]) -> Iterator[Decision]:
+        offered = []
+        for job_id in ending:
+            job = view.running[job_id]
+            if job.spec.preemptible:
+                offered.append(job)
+            else:
+                self._leases.grant(job_id, view.now)
+        if not offered:
+            return
+        ranked = self.ranked(view, [*view.queue.values(), *offered])
+        bidders = auction_participants(len(ranked), self.fairness_fraction)
+        budget = (sum(view.free_gpus(pool.name) for pool in view.spec.pools)
+                  + sum(job.gpus for job in offered))
+        won = []
+
+        def walk(jobs: list[JobView]) -> None:
+            nonlocal budget
+            for job in jobs:
+                if budget <= 0:
+                    return
+                need = job.gpus if job in offered else job.spec.num_gpus
+                if need <= budget:
+                    budget -= need
+                    won.append(job)
+
+        walk(ranked[:bidders])
+        walk([job for job in ranked[bidders:] if job in offered])
+        fitting = sorted((job for job in ranked[bidders:]
+                          if job not in offered and job.spec.num_gpus <= budget),
+                         key=lambda job: job.job_id)
+        if budget > 0:
+            self.rng.shuffle(fitting)
+            walk(fitting)
+        for job in offered:
+            if job in won:
+                self._leases.grant(job.job_id, view.now)
+            else:
+                self._leases.revoke(job.job_id)
+                yield Preempt(job.job_id)
+        for job in won:
+            if job not in offered:
+                launch = place_requested(view, job)
+                if launch is not None:
+                    yield launch
 
 
 def random_jobs(seed: int, count: int = 70, gap: float = 300.0) -> list[JobSpec]:
@@ -88,13 +128,13 @@ def outcome(policy: Themis, jobs: list[JobSpec], restart: float) -> list[tuple]:
 
 @pytest.mark.parametrize("seed", range(8))
 @pytest.mark.parametrize(("lease", "fraction", "restart", "gap"), [
-    (100.0, 0.8, 63.0, 300.0), (250.0, 0.3, 0.0, 300.0), (60.0, 1.0, 20.0, 300.0),
-    (60.0, 0.7, 63.0, 5.0),  # a long queue: walks often end before the leftover
+    (100.0, 0.2, 63.0, 300.0), (250.0, 0.7, 0.0, 300.0), (60.0, 0.0, 20.0, 300.0),
+    (60.0, 0.3, 63.0, 5.0),  # a long queue: walks often end before the leftover
 ])
 @pytest.mark.parametrize("few", [0, 10, 1000])  # waiting jobs ranked in Python, not numpy
 def test_themis_equals_its_definition(seed, lease, fraction, restart, gap, few, monkeypatch):
     monkeypatch.setattr(themis, "_FEW_WAITING", few)
-    params = {"lease": lease, "fairness_fraction": fraction, "leases": "global"}
+    params = {"lease": lease, "fairness_fraction": fraction}
     jobs = random_jobs(seed, 120 if gap < 100 else 70, gap)
     fast = outcome(create_policy("themis", params, seed=seed), jobs, restart)
     reference = ThemisByDefinition(rng=random.Random(f"themis:{seed}"), **params)
@@ -102,9 +142,26 @@ def test_themis_equals_its_definition(seed, lease, fraction, restart, gap, few, 
     assert sum(row[3] for row in fast) > 0  # contended: lease ends preempt
 
 
-def test_contenders_follow_the_logs():
-    """The kept columns name exactly the jobs waiting and running after every round, and a
-    requeued job's remaining seconds are those it left with (stale rows would keep the old)."""
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize(("lease", "fraction", "restart", "gap"), [
+    (100.0, 0.2, 63.0, 300.0), (60.0, 0.8, 20.0, 5.0),
+])
+@pytest.mark.parametrize("few", [0, 1000])
+def test_themis_rounds_equal_their_definition(seed, lease, fraction, restart, gap, few,
+                                              monkeypatch):
+    # `leases=rounds`: every running job's lease ends at each k·lease, the same auction.
+    monkeypatch.setattr(themis, "_FEW_WAITING", few)
+    params = {"lease": lease, "fairness_fraction": fraction, "leases": "rounds"}
+    jobs = random_jobs(seed, 120 if gap < 100 else 70, gap)
+    fast = outcome(create_policy("themis", params, seed=seed), jobs, restart)
+    reference = ThemisByDefinition(rng=random.Random(f"themis:{seed}"), **params)
+    assert fast == outcome(reference, jobs, restart)
+    assert sum(row[3] for row in fast) > 0
+
+
+def test_waiting_rows_follow_the_logs():
+    """The kept rows name exactly the jobs waiting after every round, and a requeued job's
+    remaining seconds are those it left with (stale rows would keep the old)."""
     jobs = random_jobs(3)
     policy = create_policy("themis", {"lease": 100.0})
     sim = Simulation(training_cluster(3, 8), workload(*jobs), policy)
@@ -114,20 +171,15 @@ def test_contenders_follow_the_logs():
     def checking(view: ClusterView) -> Iterator[Decision]:
         nonlocal checked
         yield from schedule(view)
-        contenders: Contenders = policy._contenders
-        contenders.sync(view)
-        rows = contenders.rows
-        running = rows.column(RUNNING) != 0
-        assert sorted(np.array(rows.ids)[~running]) == sorted(view.queue.keys())
-        assert sorted(np.array(rows.ids)[running]) == sorted(view.running.keys())
-        for i in np.flatnonzero(~running):
-            job = rows.views[i]
+        waiting: Waiting = policy._waiting
+        waiting.sync(view)
+        rows = waiting.rows
+        assert sorted(rows.ids) == sorted(view.queue.keys())
+        for i, job in enumerate(rows.views):
             rate = view.throughput.rate(job.spec.model, job.spec.num_gpus, job.spec.num_gpus, 1)
             assert rows.column(LEFT)[i] == job.remaining_work / rate
-        for i in np.flatnonzero(running):
-            assert rows.column(HELD)[i] == rows.views[i].gpus
-        assert sorted(contenders.waiting) == sorted(view.queue.keys())
-        for job_id, (_, _, _, left, job) in contenders.waiting.items():
+        assert sorted(waiting.jobs) == sorted(view.queue.keys())
+        for job_id, (_, _, _, left, job) in waiting.jobs.items():
             assert left == rows.column(LEFT)[rows.ids.index(job_id)] and job.job_id == job_id
         checked += 1
 
