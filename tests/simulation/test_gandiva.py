@@ -8,7 +8,7 @@ from simulation.decisions import Launch, Migrate, Resize, SetShare
 from simulation.engine import EngineConfig, Simulation
 from simulation.model import ClusterSpec, GpuType, JobSpec, PoolKind, PoolSpec, Workload
 from simulation.policies.base import create_policy
-from simulation.policies.gandiva import packing_capacity
+from simulation.policies.gandiva_index import packing_capacity
 
 
 def cluster(servers: int, gpus: int) -> ClusterSpec:
