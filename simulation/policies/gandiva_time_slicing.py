@@ -196,10 +196,7 @@ class GandivaTimeSlicing:
 
     def _job_share(self, view: ClusterView, job: JobView, slice_share: float) -> float:
         """A job's share from its time-slicing share: packing and locality slow it."""
-        if slice_share <= SUSPENDED:
-            return SUSPENDED
-        share = slice_share * self._pack_factor(job.job_id) * self._locality(view, job)
-        return min(1.0, max(share, 1e-6))
+        return slowed_share(slice_share, self._pack_factor(job.job_id), self._locality(view, job))
 
     def _share_cycle(self, view: ClusterView, job: JobView) -> Iterator[SetShare]:
         """`job`'s share for every quantum from this one on: on each of its servers its
@@ -214,8 +211,9 @@ class GandivaTimeSlicing:
             sequence = part if sequence is None else lowest(sequence, part)
         assert sequence is not None
         values, loop = sequence
-        slowed = {value: self._job_share(view, job, value) for value in set(values)}
-        values = [slowed[value] for value in values]
+        pack, locality = self._pack_factor(job_id), self._locality(view, job)
+        slowed = {value: slowed_share(value, pack, locality) for value in set(values)}
+        values = list(map(slowed.__getitem__, values))
         first = values[0]
         if len(slowed) == 1 or values.count(first) == len(values):
             if job_id in self._cycled or abs(first - job.share) > 1e-12:
@@ -242,3 +240,10 @@ class GandivaTimeSlicing:
             parts.append(job.gpus * share * self._gpu_util[job_id])
         return math.fsum(parts)
 
+
+def slowed_share(slice_share: float, pack: float, locality: float) -> float:
+    """A job's share from its time-slicing share, slowed by its packing and locality
+    factors; a suspended job stays suspended."""
+    if slice_share <= SUSPENDED:
+        return SUSPENDED
+    return min(1.0, max(slice_share * pack * locality, 1e-6))
