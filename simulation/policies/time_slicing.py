@@ -22,7 +22,11 @@ from dataclasses import dataclass
 
 Unit = Hashable  # a job id, or ("pack", pack id)
 SUSPENDED = 0.0  # the share of a unit swapped out: it keeps its GPUs
-HORIZON = 32  # quanta a plan looks ahead at most when its rotation has not repeated by then
+# Quanta a plan looks ahead at most when its rotation has not repeated by then. A server of
+# n 1-GPU units on 8 GPUs repeats every n / gcd(n, 8) quanta; on the Muri traces a server
+# holds a hundred or more units for hours (muri_trace2: ~190 each at 5.6e6 s), and a plan
+# that expires before its loop re-tells every job its shares at each expiry (issue #16).
+HORIZON = 256
 MIN_HORIZON = 2  # ... and at least
 
 
