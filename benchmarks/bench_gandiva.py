@@ -18,6 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from simulation.engine import EngineConfig, Simulation  # noqa: E402
 from simulation.policies.base import create_policy  # noqa: E402
 from simulation.reproductions.gandiva import (  # noqa: E402
+    GANDIVA_63,
     baseline_utilisation,
     logged_utilisation,
 )
@@ -37,8 +38,8 @@ def main() -> None:
     rows = {}
     for label, name, params in (
         ("baseline (fifo+bf)", "fifo", {"backfill": True}),
-        ("gandiva", "gandiva", {"migration": False, "grow_shrink": False}),
-        ("gandiva + migration", "gandiva", {"grow_shrink": False}),
+        ("gandiva", "gandiva", GANDIVA_63),
+        ("gandiva + migration", "gandiva", {**GANDIVA_63, "migration": True}),
     ):
         policy = create_policy(name, params)
         started = time.perf_counter()

@@ -33,7 +33,7 @@ class ShareCycle:
 
     def __post_init__(self) -> None:
         q = self.quantum
-        object.__setattr__(self, "prefix", tuple(accumulate((s * q for s in self.shares),
+        object.__setattr__(self, "prefix", tuple(accumulate(map(q.__mul__, self.shares),
                                                             initial=0.0)))
 
     def problem(self, now: float) -> str | None:

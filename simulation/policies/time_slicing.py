@@ -22,7 +22,11 @@ from dataclasses import dataclass
 
 Unit = Hashable  # a job id, or ("pack", pack id)
 SUSPENDED = 0.0  # the share of a unit swapped out: it keeps its GPUs
-HORIZON = 32  # quanta a plan looks ahead at most when its rotation has not repeated by then
+# Quanta a plan looks ahead at most when its rotation has not repeated by then. A server of
+# n 1-GPU units on 8 GPUs repeats every n / gcd(n, 8) quanta; on the Muri traces a server
+# holds a hundred or more units for hours (muri_trace2: ~190 each at 5.6e6 s), and a plan
+# that expires before its loop re-tells every job its shares at each expiry (issue #16).
+HORIZON = 256
 MIN_HORIZON = 2  # ... and at least
 
 
@@ -33,6 +37,8 @@ class Slice:
     rotation: tuple[Unit, ...]
     shares: dict[Unit, float]
     suspends: int  # units swapped out at the boundary into this quantum
+    ran: tuple[Unit, ...] = ()  # the units with a share above 0, in rotation order
+    reached: int = 0  # `turn` decided rotation[:reached] one by one; the rest are suspended
 
 
 @dataclass(slots=True)
@@ -50,6 +56,9 @@ class RotationPlan:
     # suspends at the boundary back into `slices[loop]` from the last slice (entering it
     # from the slice before it may swap out other units)
     loop_suspends: int = 0
+    # each unit's shares in slices[0], slices[1], ...: built at the first `unit_sequence`
+    # from quantum 0, which every job of a freshly planned server asks for
+    columns: dict[Unit, tuple[float, ...]] | None = None
 
     def expiry(self, quantum: float) -> float:
         """When an expiring plan must be replaced: the start of the quantum after its last."""
@@ -83,32 +92,65 @@ class RotationPlan:
 
 
 def turn(rotation: list[Unit], old: Mapping[Unit, float], units: Mapping[Unit, int],
-         gpus: int, running: set[Unit], resumed: float) -> Slice:
+         gpus: int, running: set[Unit], resumed: float, was_running: int | None = None
+         ) -> Slice:
     """Give the server's GPUs to `rotation`'s units in order: those in `running` keep their
     share, the others take what is free, at `resumed` if they were suspended (full speed
-    if they were not running before), and the rest are suspended."""
+    if they were not running before), and the rest are suspended.
+
+    Once fewer GPUs are free than the smallest unit needs and every unit of `running` has
+    been met, the rest of the rotation is suspended wholesale; `was_running` (the units of
+    `rotation` with a share above 0 in `old`, counted when None) gives their swaps, so a
+    turn costs the units that run, not all units (issue #22: hundreds per server)."""
     free = gpus - sum(units[u] for u in running)
+    smallest = min(units.values(), default=0)
     shares: dict[Unit, float] = {}
+    ran: list[Unit] = []
     suspends = 0
-    for unit in rotation:
+    pending = len(running)  # units of `running` not met yet
+    seen_running = 0  # units met with a share above 0 in `old`
+    n = len(rotation)
+    i = 0
+    while i < n and (free >= smallest or pending):
+        unit = rotation[i]
+        i += 1
+        before = old.get(unit)
+        if before is not None and before > SUSPENDED:
+            seen_running += 1
         if unit in running:
-            shares[unit] = old[unit]
+            pending -= 1
+            share = shares[unit] = old[unit]
         elif units[unit] <= free:
             free -= units[unit]
-            shares[unit] = resumed if old.get(unit) == SUSPENDED else 1.0
+            share = shares[unit] = resumed if before == SUSPENDED else 1.0
         else:
             shares[unit] = SUSPENDED
-            suspends += old.get(unit, SUSPENDED) > SUSPENDED
-    return Slice(tuple(rotation), shares, suspends)
+            suspends += before is not None and before > SUSPENDED
+            continue
+        if share > SUSPENDED:
+            ran.append(unit)
+    if i < n:
+        rest = rotation[i:]
+        shares.update(dict.fromkeys(rest, SUSPENDED))
+        if was_running is None:
+            was_running = sum(1 for u in rotation if old.get(u, SUSPENDED) > SUSPENDED)
+        suspends += was_running - seen_running
+    return Slice(tuple(rotation), shares, suspends, tuple(ran), i)
 
 
 def boundary_turn(current: Slice, units: Mapping[Unit, int], gpus: int, resumed: float
                   ) -> Slice:
-    """The next quantum: the units that ran go to the back, in order, and the front runs."""
-    ran = [u for u in current.rotation if current.shares[u] > SUSPENDED]
+    """The next quantum: the units that ran go to the back, in order, and the front runs.
+
+    The units that ran all lie in `current.rotation[:current.reached]`, so only that part
+    is walked one by one."""
+    ran = current.ran
     turned = set(ran)
-    rotation = [u for u in current.rotation if u not in turned] + ran
-    return turn(rotation, current.shares, units, gpus, set(), resumed)
+    head = current.rotation[:current.reached]
+    rotation = [u for u in head if u not in turned]
+    rotation.extend(current.rotation[current.reached:])
+    rotation.extend(ran)
+    return turn(rotation, current.shares, units, gpus, set(), resumed, len(ran))
 
 
 def plan_rotation(origin: float, first: Slice, units: Mapping[Unit, int], gpus: int,
@@ -139,6 +181,13 @@ ShareSequence = tuple[list[float], int]
 def unit_sequence(plan: RotationPlan, start: int, unit: Unit) -> ShareSequence:
     """`unit`'s shares in `plan` from quantum `start` on."""
     n, loop = len(plan.slices), plan.loop
+    if start == 0:  # the same as below, for every unit of the plan at once
+        if plan.columns is None:
+            keys = list(plan.slices[0].shares)
+            rows = [map(s.shares.__getitem__, keys) for s in plan.slices]
+            plan.columns = dict(zip(keys, zip(*rows, strict=True), strict=True))
+        column = plan.columns.get(unit)
+        return (list(column) if column is not None else [1.0] * n), loop
     if start < loop:
         return [s.shares.get(unit, 1.0) for s in plan.slices[start:]], loop - start
     period = n - loop

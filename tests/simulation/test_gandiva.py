@@ -8,7 +8,7 @@ from simulation.decisions import Launch, Migrate, Resize, SetShare
 from simulation.engine import EngineConfig, Simulation
 from simulation.model import ClusterSpec, GpuType, JobSpec, PoolKind, PoolSpec, Workload
 from simulation.policies.base import create_policy
-from simulation.policies.gandiva import packing_capacity
+from simulation.policies.gandiva_index import packing_capacity
 
 
 def cluster(servers: int, gpus: int) -> ClusterSpec:
@@ -213,3 +213,21 @@ def test_quanta_rotation_is_decided_once_per_change_not_per_quantum():
         0.0, 120.0, 360.0}
     # each boundary 60, 120, ..., 1,440 swaps out the one unit that ran and goes back
     assert result.summary["policy_counters"]["suspends"] == 24
+
+
+def test_quanta_a_long_rotation_is_planned_once_it_repeats_not_every_32_quanta():
+    """1 × 1 GPU, forty 1-GPU jobs, no switch cost: one job per quantum, the rotation repeats
+    every 40 quanta (2,400 s). Plans grow 2, 4, 8, 16, 32 quanta (made at quanta 0, 2, 6, 14,
+    30), then 64 from quantum 62 (3,720 s), which holds the whole period and loops: no share
+    is decided after that while nothing changes (a cap of 32 quanta would re-plan every 32
+    forever, re-telling all forty jobs). By 12,000 s (200 quanta, five periods) each job has
+    run five quanta: 300 s."""
+    jobs = [JobSpec(f"j{i:02d}", 0.0, 1, 1e6, model="resnet50") for i in range(40)]
+    policy = Recording(create_policy("gandiva", {"introspective": False,
+                                                 "switch_overhead": 0.0}))
+    sim = Simulation(cluster(1, 1), Workload(tuple(jobs)), policy,
+                     config=EngineConfig(max_time=12_000.0))
+    sim.run()
+    assert {t for t, d in policy.decisions if isinstance(d, SetShare)} == {
+        0.0, 120.0, 360.0, 840.0, 1800.0, 3720.0}
+    assert {round(w, 6) for w in progress_at(sim, 12_000.0).values()} == {300.0}

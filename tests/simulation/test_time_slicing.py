@@ -15,6 +15,7 @@ from simulation.policies.time_slicing import (
     boundary_turn,
     plan_rotation,
     turn,
+    unit_sequence,
 )
 
 GPUS = 4
@@ -54,6 +55,10 @@ def test_plan_matches_stepping_every_quantum(server):
         assert plan.slice(k).rotation == current.rotation, k
     assert plan.suspends_through(last) == swapped
     assert plan.expires or len(plan.slices) < HORIZON
+    # every unit's sequence from quantum 0 (built for all units at once) is its column
+    for unit in [*units, "not-planned"]:
+        assert unit_sequence(plan, 0, unit) == (
+            [s.shares.get(unit, 1.0) for s in plan.slices], plan.loop)
 
 
 def test_a_loop_counts_the_swaps_of_its_own_way_back():
@@ -64,3 +69,43 @@ def test_a_loop_counts_the_swaps_of_its_own_way_back():
     plan = RotationPlan(0.0, slices, loop=1, loop_suspends=1)
     assert plan.suspends_through(3) == 3
     assert plan.suspends_through(6) == 5
+
+
+def plain_turn(rotation, old, units, gpus, running, resumed):
+    """`turn` as first written: every unit of the rotation visited one by one."""
+    free = gpus - sum(units[u] for u in running)
+    shares, suspends = {}, 0
+    for unit in rotation:
+        if unit in running:
+            shares[unit] = old[unit]
+        elif units[unit] <= free:
+            free -= units[unit]
+            shares[unit] = resumed if old.get(unit) == 0.0 else 1.0
+        else:
+            shares[unit] = 0.0
+            suspends += old.get(unit, 0.0) > 0.0
+    return tuple(rotation), shares, suspends
+
+
+def plain_boundary_turn(rotation, shares, units, gpus, resumed):
+    ran = [u for u in rotation if shares[u] > 0.0]
+    rotation = [u for u in rotation if u not in set(ran)] + ran
+    return plain_turn(rotation, shares, units, GPUS, set(), resumed)
+
+
+@settings(max_examples=300, deadline=None)
+@given(servers(), st.sampled_from([0.0, 0.5]))
+def test_a_turn_that_stops_early_decides_as_visiting_every_unit(server, resumed):
+    """`turn` suspends the rest of the rotation wholesale once nothing more fits; shares (in
+    rotation order, which a plan's loop check reads), rotation and swaps must be those of
+    visiting every unit, for a touch (some units running) and then 12 boundaries. A
+    resumed share of 0 (the switch eats the rest of the quantum) runs nobody that turn."""
+    units, old, running, _ = server
+    fast = turn(list(units), old, units, GPUS, running, resumed)
+    plain = plain_turn(list(units), old, units, GPUS, running, resumed)
+    for _ in range(12):
+        assert (fast.rotation, list(fast.shares.items()), fast.suspends) == \
+            (plain[0], list(plain[1].items()), plain[2])
+        assert fast.ran == tuple(u for u in fast.rotation if fast.shares[u] > 0.0)
+        fast = boundary_turn(fast, units, GPUS, resumed)
+        plain = plain_boundary_turn(plain[0], plain[1], units, GPUS, resumed)

@@ -1,0 +1,249 @@
+"""Gandiva's time-slicing (OSDI'18 §4.1, §6.1): each job's share of its GPUs.
+
+Mixed into `simulation.policies.gandiva.Gandiva`, which owns the state these methods read
+(plans, packs, the per-server index). "quanta": a server whose units over-subscribe its GPUs
+runs them round robin, re-planned once per change of its units (`_rotate`, the rotation
+itself in `simulation.policies.time_slicing`), and each job gets its shares for the quanta
+ahead as one `ShareCycle`. "fluid": each job runs at N / M of its GPUs at once. Packing and
+locality slow a job's share in both (`_job_share`).
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Iterator
+
+from simulation.decisions import Decision, SetShare
+from simulation.dlt_models import model_info
+from simulation.policies.gandiva_index import packing_capacity
+from simulation.policies.time_slicing import (
+    HORIZON,
+    MIN_HORIZON,
+    SUSPENDED,
+    RotationPlan,
+    ShareSequence,
+    Unit,
+    lowest,
+    plan_rotation,
+    shifted,
+    turn,
+    unit_sequence,
+)
+from simulation.share_cycle import ShareCycle
+from simulation.view import ClusterView, JobView
+
+
+class GandivaTimeSlicing:
+    """Suspend/resume round robin per server and the shares it gives each job."""
+
+    def _unit_of(self, job_id: str, sid: str) -> Unit:
+        pid = self._pack_of.get(job_id)
+        return ("pack", pid) if pid is not None and self._packs[pid].server == sid else job_id
+
+    def _time_share(self, view: ClusterView, sid: str) -> float:
+        n = view.servers[sid].gpus
+        load = self._load(view, sid)
+        if load <= n:
+            return 1.0
+        return n / load * max(0.0, 1.0 - self.switch_overhead / self.time_slice)
+
+    def _locality(self, view: ClusterView, job: JobView) -> float:
+        info = model_info(job.spec.model)
+        if info.inter_server_locality == info.intra_server_locality == 1.0:
+            return 1.0  # insensitive to where its GPUs are
+        servers = {slot.server for slot in job.placement}
+        if len(servers) > 1:
+            return info.inter_server_locality
+        if job.gpus > 1:
+            sid = next(iter(servers))
+            sizes = {view.job(j).spec.num_gpus for j in view.servers[sid].jobs}
+            if len(sizes) > 1:
+                return info.intra_server_locality
+        return 1.0
+
+    def _pack_factor(self, job_id: str) -> float:
+        pid = self._pack_of.get(job_id)
+        if pid is None:
+            return 1.0
+        members = self._packs[pid].members
+        models = [self._model_of[j] for j in members]
+        return packing_capacity(models) / len(members)
+
+    def _slice_share(self, view: ClusterView, sid: str, unit: Unit) -> float:
+        """The time-slicing share of `unit` on server `sid` this quantum (1.0 if it does
+        not slice)."""
+        if not self._quanta:
+            return self._time_share(view, sid)
+        plan = self._plans.get(sid)
+        if plan is None:
+            return 1.0
+        return plan.slice(self._quantum_of(plan)).shares.get(unit, 1.0)  # a pack not yet turned
+
+    def _quantum_of(self, plan: RotationPlan) -> int:
+        """The number, in `plan`, of the quantum the last boundary round started."""
+        return plan.index(self._quantum_start, self.time_slice)
+
+    def _unit_rank(self, unit: Unit) -> int:
+        """Launch order of a unit (a pack: of its earliest member), to order newcomers."""
+        if isinstance(unit, tuple):
+            return min(self._rank[j] for j in self._packs[unit[1]].members)
+        return self._rank[str(unit)]
+
+    def _rotate(self, view: ClusterView, sid: str, boundary: bool) -> None:
+        """Re-plan suspend/resume round robin on a server whose units changed
+        (time_slicing = "quanta", §4.1, §6.1; the rotation itself is in `time_slicing`).
+
+        The units keep their place in the rotation of the plan in effect; newcomers join at
+        the back (a pack takes the place of the member it was packed onto). At a quantum
+        boundary the units that ran go to the back first; between boundaries the running
+        units keep running and a GPU that frees up (a departure) goes to the next suspended
+        unit at once. A unit resumed after a suspension pays `switch_overhead` (suspend +
+        resume together, §4.1) out of the rest of its quantum, as a share 1 - overhead /
+        (time left in the quantum): the engine has no pause decision, so its progress is
+        exact at the quantum's end and early by at most the overhead within it. A job that
+        starts, or keeps its GPUs, pays nothing. From the next boundary on, the rotation
+        turns unchanged until the server's units change again: `plan_rotation` plays it
+        forward once and the plan holds every quantum."""
+        units = self._units(view, sid)
+        gpus = view.servers[sid].gpus
+        plan = self._plans.pop(sid, None)
+        rotation: list[Unit] = []
+        old: dict[Unit, float] = {}
+        horizon = MIN_HORIZON
+        if plan is not None:  # the quantum in effect before this round (at a boundary: ended)
+            before = self._quantum_of(plan) - boundary
+            horizon = min(HORIZON, max(MIN_HORIZON, 2 * (before + 1)))  # it lasted before + 1
+            self._counts["suspends"] += plan.suspends_through(before)
+            current = plan.slice(before)
+            rotation = [u for u in current.rotation if u in units]
+            old = dict(current.shares)
+        if sum(units.values()) <= gpus:
+            return
+        listed = set(rotation)
+        for unit in sorted((u for u in units if u not in listed), key=self._unit_rank):
+            if isinstance(unit, tuple):
+                members = self._packs[unit[1]].members
+                at = next((i for i, u in enumerate(rotation) if u in members), len(rotation))
+                share = next((old[m] for m in members if m in old), None)
+                rotation.insert(at, unit)
+                if share is not None:
+                    old[unit] = share
+            else:
+                rotation.append(unit)
+        ran = [u for u in rotation if u in old and old[u] > SUSPENDED]
+        if boundary:
+            turned = set(ran)
+            rotation = [u for u in rotation if u not in turned] + ran
+        left = self._quantum_start + self.time_slice - view.now
+        resumed = max(SUSPENDED, 1.0 - self.switch_overhead / left) if left > 0 else SUSPENDED
+        first = turn(rotation, old, units, gpus, set() if boundary else set(ran), resumed)
+        self._counts["suspends"] += first.suspends
+        full = max(SUSPENDED, 1.0 - self.switch_overhead / self.time_slice)
+        # A job spread over servers runs at its slowest part's share: its servers' plans
+        # expire rather than loop, so its sequence need not repeat with both periods.
+        loops = not any(j in self._spread for j in view.servers[sid].jobs)
+        plan = plan_rotation(self._quantum_start, first, units, gpus, full, loops, horizon)
+        self._plans[sid] = plan
+        if plan.expires:
+            heapq.heappush(self._expiring, (plan.expiry(self.time_slice), sid))
+
+    def _set_shares(self, view: ClusterView) -> Iterator[Decision]:
+        """Shares of the jobs on servers that changed (no other job's share can have), in
+        the engine's running order. With quanta, a round a quantum after the last boundary
+        is the next boundary; only servers whose units changed are re-planned, and each of
+        their jobs gets its shares for every quantum ahead as one `ShareCycle`."""
+        if self._quanta:
+            boundary = view.now >= self._quantum_start + self.time_slice - 1e-9
+            if boundary:
+                self._quantum_start = view.now
+                self._replan_expired(view.now)
+            for sid in sorted(self._touched_shares, key=self._order.__getitem__):
+                self._rotate(view, sid, boundary)
+        touched, self._touched_shares = self._touched_shares, set()
+        jobs: set[str] = set()
+        for sid in touched:
+            jobs.update(view.servers[sid].jobs)
+        for job_id in sorted(jobs, key=self._rank.__getitem__):
+            job = view.job(job_id)
+            if self._quanta:
+                yield from self._share_cycle(view, job)
+                continue
+            share = min(self._time_share(view, sid) for sid in self._where[job_id])
+            share *= self._pack_factor(job_id) * self._locality(view, job)
+            share = min(1.0, max(share, 1e-6))
+            if abs(share - job.share) > 1e-12:
+                yield SetShare(job_id, share)
+        if self.log_utilisation:
+            self.utilisation_log.append((view.now, self._busy_gpu_cores(view)))
+        if self._quanta:
+            return  # `_rotate` counts the suspensions it makes
+        rate = 0.0
+        index = self._index
+        for sid in self._overloaded(view):
+            n, load = view.servers[sid].gpus, index.load[sid]
+            rate += index.units[sid] * min(n, load - n) / load
+        self._suspend_rate = rate / self.time_slice
+
+    def _replan_expired(self, now: float) -> None:
+        """Servers whose plan ends with the quantum that just ended are planned afresh."""
+        expiring = self._expiring
+        while expiring and expiring[0][0] <= now + 1e-3:  # boundaries are a quantum apart
+            at, sid = heapq.heappop(expiring)
+            plan = self._plans.get(sid)
+            if plan is not None and plan.expires and abs(plan.expiry(self.time_slice) - at) < 1e-6:
+                self._touched_shares.add(sid)
+
+    def _job_share(self, view: ClusterView, job: JobView, slice_share: float) -> float:
+        """A job's share from its time-slicing share: packing and locality slow it."""
+        return slowed_share(slice_share, self._pack_factor(job.job_id), self._locality(view, job))
+
+    def _share_cycle(self, view: ClusterView, job: JobView) -> Iterator[SetShare]:
+        """`job`'s share for every quantum from this one on: on each of its servers its
+        unit's share in the server's plan, the lowest of them, slowed by packing and
+        locality; a share that stays the same is a plain `SetShare`."""
+        job_id = job.job_id
+        sequence: ShareSequence | None = None
+        for sid in self._where[job_id]:
+            plan = self._plans.get(sid)
+            part = ([1.0], 0) if plan is None else unit_sequence(
+                plan, self._quantum_of(plan), self._unit_of(job_id, sid))
+            sequence = part if sequence is None else lowest(sequence, part)
+        assert sequence is not None
+        values, loop = sequence
+        pack, locality = self._pack_factor(job_id), self._locality(view, job)
+        slowed = {value: slowed_share(value, pack, locality) for value in set(values)}
+        values = list(map(slowed.__getitem__, values))
+        first = values[0]
+        if len(slowed) == 1 or values.count(first) == len(values):
+            if job_id in self._cycled or abs(first - job.share) > 1e-12:
+                self._cycled.discard(job_id)
+                yield SetShare(job_id, first)
+            return
+        rest, rest_loop = shifted((values, loop), 1)
+        self._cycled.add(job_id)
+        yield SetShare(job_id, first, ShareCycle(
+            first, self._quantum_start + self.time_slice, self.time_slice, tuple(rest),
+            rest_loop))
+
+    def _busy_gpu_cores(self, view: ClusterView) -> float:
+        """Σ GPUs × share × the model's GPU utilisation over the running jobs (Table 1's
+        utilisation), as this round leaves the shares."""
+        parts = []
+        for job_id, servers in self._where.items():
+            job = view.job(job_id)
+            if self._quanta:
+                share = self._job_share(view, job, min(
+                    self._slice_share(view, sid, self._unit_of(job_id, sid)) for sid in servers))
+            else:
+                share = job.share
+            parts.append(job.gpus * share * self._gpu_util[job_id])
+        return math.fsum(parts)
+
+
+def slowed_share(slice_share: float, pack: float, locality: float) -> float:
+    """A job's share from its time-slicing share, slowed by its packing and locality
+    factors; a suspended job stays suspended."""
+    if slice_share <= SUSPENDED:
+        return SUSPENDED
+    return min(1.0, max(slice_share * pack * locality, 1e-6))
