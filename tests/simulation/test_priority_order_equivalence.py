@@ -2,8 +2,9 @@
 
 Rule: SRTF, SRSF and Tiresias run "the highest-priority jobs that fit" — every round,
 `preemptive_schedule` over all running and queued jobs freshly sorted by the policy's key
-(`simulation.policies.ordering`). The engine takes shortcuts for speed (issue #22): the
-greedy walk over runs of running jobs by sums of GPUs (`_preempt_in_priority_order`); for
+(`simulation.policies.ordering`). The engine takes shortcuts for speed (issue #22,
+`simulation.policies.priority_schedule` and the orders it reads): the greedy walk over
+runs of running jobs by sums of GPUs (`_preempt_in_priority_order`); for
 Tiresias the running jobs kept sorted across rounds (`RunningOrder`), re-keyed only when
 their GPUs change or they near a threshold; for SRTF and SRSF every running job's remaining
 work evaluated at once from its progress line (`RemainingTimeOrder`); queued jobs
@@ -158,7 +159,7 @@ def test_the_tail_is_every_running_job_at_or_after_a_threshold_in_sort_order(nam
     the GPUs behind each and the rest. Checked every round against a fresh sort, with
     thresholds on and beside each running job's own key (the random jobs' equal durations
     and submit times make equal keys common)."""
-    from simulation.policies.ordering import RemainingTimeOrder
+    from simulation.policies.remaining_time_order import RemainingTimeOrder
     from simulation.policies.srtf import srsf_factors, srtf_factors
 
     key = _srt_key(name)
