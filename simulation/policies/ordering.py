@@ -11,21 +11,28 @@ in `queue_order.py`, `running_order.py` and `remaining_time_order.py`.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from functools import lru_cache
 
 from simulation.decisions import Decision, Launch, Preempt
-from simulation.model import JobSpec, PoolKind
-from simulation.placement import best_fit, eligible_pools
+from simulation.model import JobSpec, PoolKind, PoolSpec
+from simulation.placement import best_fit
 from simulation.state import JobStatus
 from simulation.view import ClusterView, JobView
 
 
 def pool_preference(view: ClusterView, spec: JobSpec) -> list[str]:
     """The job's own pool first, then training and quota pools, then on-loan inference."""
-    pools = sorted(
-        view.spec.pools,
-        key=lambda p: (p.name != spec.pool, p.kind == PoolKind.INFERENCE),
-    )
-    return eligible_pools(view, spec, [p.name for p in pools])
+    return list(_pool_preference(view.spec.pools, spec.pool, spec.gpu_type))
+
+
+@lru_cache(maxsize=256)
+def _pool_preference(
+    pools: tuple[PoolSpec, ...], own: str | None, gpu_type: str | None
+) -> tuple[str, ...]:
+    """`pool_preference` from what it depends on, computed once per cluster and job class
+    (it was sorted afresh for every placement)."""
+    ordered = sorted(pools, key=lambda p: (p.name != own, p.kind == PoolKind.INFERENCE))
+    return tuple(p.name for p in ordered if gpu_type is None or p.gpu_type == gpu_type)
 
 
 def place_requested(view: ClusterView, job: JobView) -> Launch | None:

@@ -41,12 +41,26 @@ class RemainingTimeOrder:
         self._allocation_mark = self._progress_mark = 0
         self._row: dict[str, int] = {}  # preemptible running job -> its row
         self._ids: list[str] = []  # by row, as the arrays' columns
-        self._lines = np.zeros((5, 64))  # left, since, rate, scale, weight
-        self._ints = np.zeros((2, 64), dtype=np.int64)  # GPUs, trace index
+        self._allocate(64)
         self._gpus_total = 0
         self._piecewise: set[str] = set()
         self._pinned: dict[str, int] = {}  # non-preemptible running jobs -> GPUs
         self._pinned_gpus = 0
+
+    def _allocate(self, capacity: int) -> None:
+        """Arrays of `capacity` rows, the used ones copied. A round evaluates every row, used
+        or not (slicing to the used ones costs more than the spare rows): a spare row's
+        scale is NaN, so its key is NaN and never reaches a threshold."""
+        lines = np.full((5, capacity), np.nan)  # left, since, rate, scale, weight
+        ints = np.zeros((2, capacity), dtype=np.int64)  # GPUs, trace index
+        used = len(self._ids)
+        if used:
+            lines[:, :used] = self._lines[:, :used]
+            ints[:, :used] = self._ints[:, :used]
+        self._lines, self._ints = lines, ints
+        self._left, self._since, self._rate, self._scale, self._weight = lines
+        self._gpus, self._index = ints
+        self._keys = np.empty(capacity)
 
     def _sync(self, view: ClusterView) -> None:
         if view is not self._view:
@@ -67,31 +81,33 @@ class RemainingTimeOrder:
 
     def _put(self, job_id: str, job: JobView) -> None:
         row = self._row.get(job_id)
+        gpus = job.gpus
         if row is None:
             row = len(self._ids)
-            if row == self._lines.shape[1]:
-                self._lines = np.concatenate([self._lines, np.zeros_like(self._lines)], 1)
-                self._ints = np.concatenate([self._ints, np.zeros_like(self._ints)], 1)
+            if row == len(self._keys):
+                self._allocate(2 * row)
             self._row[job_id] = row
             self._ids.append(job_id)
         else:
-            self._gpus_total -= int(self._ints[0, row])
-        self._gpus_total += job.gpus
+            self._gpus_total -= int(self._gpus[row])
+        self._gpus_total += gpus
         line = job.progress_line
         if line is None:
             self._piecewise.add(job_id)
             line = (0.0, 0.0, 0.0)
         else:
             self._piecewise.discard(job_id)
-        self._lines[:, row] = (*line, *self._factors(job))
-        self._ints[:, row] = (job.gpus, job.trace_index)
+        self._left[row], self._since[row], self._rate[row] = line
+        self._scale[row], self._weight[row] = self._factors(job)
+        self._gpus[row] = gpus
+        self._index[row] = job.trace_index
 
     def _drop(self, job_id: str) -> None:
         row = self._row.pop(job_id, None)
         if row is None:
             return
         self._piecewise.discard(job_id)
-        self._gpus_total -= int(self._ints[0, row])
+        self._gpus_total -= int(self._gpus[row])
         ids = self._ids
         last = len(ids) - 1
         if row != last:  # the last row fills the hole
@@ -99,6 +115,7 @@ class RemainingTimeOrder:
             self._ints[:, row] = self._ints[:, last]
             ids[row] = ids[last]
             self._row[ids[row]] = row
+        self._scale[last] = np.nan  # a spare row again
         del ids[last]
 
     def tail(
@@ -108,22 +125,21 @@ class RemainingTimeOrder:
         key now is at least `threshold`, in order; the GPUs of the preemptible ones below it;
         the GPUs of the non-preemptible ones."""
         self._sync(view)
-        count = len(self._ids)
-        left, since, rate, scale, weight = self._lines[:, :count]
-        keys = np.maximum(view.now - since, 0.0)  # as JobView.remaining_work, op for op
-        keys *= rate
-        np.subtract(left, keys, out=keys)
+        keys = self._keys  # as JobView.remaining_work and the key, op for op:
+        np.subtract(view.now, self._since, out=keys)
         np.maximum(keys, 0.0, out=keys)
-        keys *= scale
-        keys *= weight
+        np.multiply(keys, self._rate, out=keys)
+        np.subtract(self._left, keys, out=keys)
+        np.maximum(keys, 0.0, out=keys)
+        np.multiply(keys, self._scale, out=keys)
+        np.multiply(keys, self._weight, out=keys)
         if self._piecewise:
             running, row = view.running, self._row
             for job_id in self._piecewise:
                 keys[row[job_id]] = self._key(running[job_id])
         least_key, least_index = threshold
-        rows = np.flatnonzero(keys >= least_key)
-        gpus, index = self._ints[:, :count]
-        tail_keys, tail_index = keys[rows], index[rows]
+        rows = (keys >= least_key).nonzero()[0]
+        tail_keys, tail_index = keys[rows], self._index[rows]
         order = np.lexsort((tail_index, tail_keys))
         key_list, index_list = tail_keys[order].tolist(), tail_index[order].tolist()
         ties = 0  # keys equal to the threshold's reach it only from a later trace index
@@ -131,7 +147,7 @@ class RemainingTimeOrder:
                 and index_list[ties] <= least_index:
             ties += 1
         rows = rows[order[ties:]]
-        behind = [0, *np.cumsum(gpus[rows[::-1]]).tolist()]
+        behind = [0, *self._gpus[rows[::-1]].cumsum().tolist()]
         ids = self._ids
         return (_SortKeys(key_list[ties:], index_list[ties:]), [ids[r] for r in rows.tolist()],
                 behind, self._gpus_total - behind[-1], self._pinned_gpus)
