@@ -159,6 +159,26 @@ def test_the_tail_is_every_running_job_at_or_after_a_threshold_in_sort_order(nam
     the GPUs behind each and the rest. Checked every round against a fresh sort, with
     thresholds on and beside each running job's own key (the random jobs' equal durations
     and submit times make equal keys common)."""
+    checked = tails_checked_every_round(name, training_cluster(4, 8), random_jobs(1))
+    assert max(checked) >= 5
+
+
+@pytest.mark.parametrize("name", ["srtf", "srsf"])
+def test_the_tail_is_right_past_the_first_64_rows_and_after_rows_are_freed(name):
+    """The order's arrays start with 64 rows and double; rows freed by finished or preempted
+    jobs are spare (NaN keys) until reused. 300 one-GPU jobs on 12 × 8 GPUs keep up to 96
+    running: the tail must stay a fresh sort's while the arrays grow and rows are reused
+    (copy only part of the rows on growth, or leave a freed row's key live, and it is not)."""
+    rng = random.Random(7)
+    jobs = [JobSpec(f"j{i}", float(10 * (i // 40)), 1, rng.choice((50.0, 300.0, 900.0)))
+            for i in range(300)]
+    checked = tails_checked_every_round(name, training_cluster(12, 8), jobs)
+    assert max(checked) > 64
+
+
+def tails_checked_every_round(name: str, cluster, jobs: list[JobSpec]) -> list[int]:
+    """Run `name` on `jobs`, comparing a separate order's tails with a fresh sort in every
+    round; the lengths of the tails compared."""
     from simulation.policies.remaining_time_order import RemainingTimeOrder
     from simulation.policies.srtf import srsf_factors, srtf_factors
 
@@ -183,5 +203,5 @@ def test_the_tail_is_every_running_job_at_or_after_a_threshold_in_sort_order(nam
         yield from plain(view)
 
     policy.schedule = schedule
-    Simulation(training_cluster(4, 8), workload(*random_jobs(1)), policy).run()
-    assert max(checked) >= 5
+    Simulation(cluster, workload(*jobs), policy).run()
+    return checked
