@@ -508,7 +508,7 @@ class Simulation:
             state.check_placement(job, decision.placement)
             self._dequeue(job)
             state.occupy(job, decision.placement)
-            state.running[job.job_id] = job
+            state.start_running(job)
             job.status = JobStatus.RUNNING
             job.last_update = now
             if job.first_start is None:

@@ -78,6 +78,11 @@ class JobView:
         return self._job.first_start
 
     @property
+    def running_order(self) -> int:
+        """Sorts running jobs as `ClusterView.running` iterates them (by their last start)."""
+        return self._job.run_seq
+
+    @property
     def preemptions(self) -> int:
         return self._job.preemptions
 

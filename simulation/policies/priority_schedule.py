@@ -159,10 +159,9 @@ def _preempt_in_priority_order(
         pos, budget, stopped = _keep_running(ids, behind, pos, len(ids), budget, evicted)
     if stopped:
         evicted.extend(ids[pos:])
-    if evicted:
-        gone = set(evicted)
-        for job_id in [job_id for job_id in view.running.keys() if job_id in gone]:
-            yield Preempt(job_id)
+    running = view.running
+    for job_id in sorted(evicted, key=lambda job_id: running[job_id].running_order):
+        yield Preempt(job_id)  # in the order of `view.running`, as `preemptive_schedule`
     for job in waiting:
         launch = place_requested(view, job)
         if launch is not None:
