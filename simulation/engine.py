@@ -508,7 +508,7 @@ class Simulation:
             state.check_placement(job, decision.placement)
             self._dequeue(job)
             state.occupy(job, decision.placement)
-            state.running[job.job_id] = job
+            state.start_running(job)
             job.status = JobStatus.RUNNING
             job.last_update = now
             if job.first_start is None:
@@ -642,11 +642,14 @@ class Simulation:
         self.state.progress_log.append(job.job_id)
         servers = self.state.servers
         efficiency = self.config.heterogeneous_efficiency
-        speed = placement_speed(
-            [(servers[slot.server].speed, slot.gpus) for slot in job.placement], efficiency,
-            spans_types=efficiency is not None
-            and len({servers[slot.server].gpu_type for slot in job.placement}) > 1,
-        )
+        if efficiency is None:  # `placement_speed`'s slowest GPU, without its list
+            speed = min([servers[slot.server].speed for slot in job.placement])
+        else:
+            speed = placement_speed(
+                [(servers[slot.server].speed, slot.gpus) for slot in job.placement],
+                efficiency,
+                spans_types=len({servers[slot.server].gpu_type for slot in job.placement}) > 1,
+            )
         job.rate = (
             self.throughput.rate(job.spec.model, job.spec.num_gpus, job.gpus, speed) * job.share
         )

@@ -492,7 +492,7 @@ def snapshot_simulation(snapshot: Snapshot, policy: Policy, *,
         record.last_update = now
         record.remaining_work = job.remaining_seconds  # as reported, not the whole duration
         if job.status == "running":
-            state.running[job.spec.job_id] = record
+            state.start_running(record)
             record.status = running
             record.queued_since = record.first_start = now
             placed.append(job)

@@ -83,6 +83,7 @@ class JobState:
         "first_start", "end_time", "queued_since", "queued_seconds", "preemptions",
         "scaling_ops", "migrations", "overhead_gpu_seconds", "version", "early_feedback_time",
         "predicted_duration", "index", "join_at", "join_rate", "join_gpus", "cycle",
+        "run_seq",
     )
 
     def __init__(self, spec: JobSpec, index: int = 0) -> None:
@@ -117,6 +118,7 @@ class JobState:
         # A share that steps at known times (time-slicing in quanta): `share` is then 1 and
         # the cycle scales `rate` over time.
         self.cycle: ShareCycle | None = None
+        self.run_seq = 0  # see `ClusterState.start_running`
 
     @property
     def job_id(self) -> str:
@@ -181,10 +183,12 @@ class ClusterState:
         self.queued_gpus = 0  # GPUs the queued jobs ask for
         self.queued_sizes: dict[int, int] = {}  # GPUs asked -> queued jobs asking that many
         self.queue_log: list[str] = []  # ids of jobs as they entered the queue, in order
+        self._queue_holes = 0  # jobs deleted from the queue dict since it was last rebuilt
         # (submit time, trace index) of the queued jobs in queue order while that order is
         # sorted by the pair; None once a tie went in out of trace order (see `enqueue`).
         self._queue_keys: list[tuple[float, int]] | None = []
         self.running: dict[str, JobState] = {}
+        self._started = 0  # jobs put in `running`, counted
         for pool in spec.pools:
             speed = spec.speed_of(pool)
             ids = pool.server_ids()
@@ -254,6 +258,7 @@ class ClusterState:
             self._queue_keys = [(j.spec.submit_time, j.index) for _, j in items]
         queue.clear()
         queue.update(items)
+        self._queue_holes = 0
 
     @property
     def queue_in_submit_order(self) -> bool:
@@ -261,7 +266,18 @@ class ClusterState:
         return self._queue_keys is not None
 
     def dequeue(self, job: JobState) -> None:
-        del self.queue[job.job_id]
+        """Take `job` out of the queue. A dict keeps a hole where a key was deleted until it
+        grows, and iteration steps over holes one by one: with launches at the front of a
+        long queue, finding its head (FIFO) would cost the holes before it. So the dict is
+        rebuilt in place, in order, once the holes outnumber its jobs (amortised O(1))."""
+        queue = self.queue
+        del queue[job.job_id]
+        self._queue_holes += 1
+        if self._queue_holes > len(queue) + 64:
+            items = list(queue.items())
+            queue.clear()
+            queue.update(items)
+            self._queue_holes = 0
         self.queued_gpus -= job.spec.num_gpus
         sizes = self.queued_sizes
         if sizes[job.spec.num_gpus] == 1:
@@ -271,6 +287,13 @@ class ClusterState:
         keys = self._queue_keys
         if keys is not None:
             del keys[bisect_left(keys, (job.spec.submit_time, job.index))]
+
+    def start_running(self, job: JobState) -> None:
+        """Put `job` at the end of `running`. Its `run_seq` then sorts the running jobs as
+        `running` iterates them, so a policy can order a few of them without a scan."""
+        self._started += 1
+        job.run_seq = self._started
+        self.running[job.spec.job_id] = job
 
     def job(self, job_id: str, *, status: JobStatus | None = None) -> JobState:
         job = self.jobs.get(job_id)
@@ -355,13 +378,17 @@ class ClusterState:
             )
 
     def occupy(self, job: JobState, placement: Placement) -> None:
+        servers, job_id, total = self.servers, job.spec.job_id, 0
         for slot in placement:
-            server = self.servers[slot.server]
-            self._change_used(server, slot.gpus)
-            server.jobs[job.job_id] = server.jobs.get(job.job_id, 0) + slot.gpus
+            server = servers[slot.server]
+            gpus = slot.gpus
+            self._change_used(server, gpus)
+            held = server.jobs
+            held[job_id] = held.get(job_id, 0) + gpus
+            total += gpus
         job.placement = placement
-        job.gpus = sum(slot.gpus for slot in placement)
-        self.allocation_log.append(job.spec.job_id)
+        job.gpus = total
+        self.allocation_log.append(job_id)
 
     def occupy_many(self, pairs: Sequence[tuple[JobState, Placement]]) -> None:
         """`check_placement` then `occupy` for each pair in order, with the free-GPU index
@@ -428,13 +455,14 @@ class ClusterState:
             self.occupy(job, placement)
 
     def release(self, job: JobState) -> None:
+        servers, job_id = self.servers, job.spec.job_id
         for slot in job.placement:
-            server = self.servers[slot.server]
-            server.jobs.pop(job.job_id, None)
+            server = servers[slot.server]
+            server.jobs.pop(job_id, None)
             self._change_used(server, -slot.gpus)
         job.placement = ()
         job.gpus = 0
-        self.allocation_log.append(job.spec.job_id)
+        self.allocation_log.append(job_id)
 
     def set_on_loan(self, server_id: str, on_loan: bool) -> None:
         server = self.servers[server_id]
@@ -452,11 +480,19 @@ class ClusterState:
         self._index(server)
 
     def _change_used(self, server: ServerState, delta: int) -> None:
-        before = min(server.used, server.gpus)
-        self._unindex(server)
-        server.used += delta
-        self._index(server)
-        self.pool_busy[server.pool] += min(server.used, server.gpus) - before
+        """`_unindex`, the change, `_index` (the server moves to the end of its new bucket,
+        even an unchanged one), inlined: this runs for every slot of every decision."""
+        gpus, used, pool = server.gpus, server.used, server.pool
+        after = used + delta
+        server.used = after
+        if server.kind != _INFERENCE or server.on_loan:
+            free = gpus - used if used < gpus else 0
+            free_after = gpus - after if after < gpus else 0
+            buckets = self.free_index[pool]
+            del buckets[free][server.id]
+            buckets[free_after][server.id] = None
+            self.pool_free[pool] += free_after - free
+        self.pool_busy[pool] += (after if after < gpus else gpus) - (used if used < gpus else gpus)
 
     def _unindex(self, server: ServerState) -> None:
         if server.available:

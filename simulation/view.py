@@ -78,6 +78,11 @@ class JobView:
         return self._job.first_start
 
     @property
+    def running_order(self) -> int:
+        """Sorts running jobs as `ClusterView.running` iterates them (by their last start)."""
+        return self._job.run_seq
+
+    @property
     def preemptions(self) -> int:
         return self._job.preemptions
 
@@ -215,6 +220,13 @@ class _ViewMapping(Mapping[str, JobView]):
         if job_id not in self._jobs:
             raise KeyError(job_id)
         return self._views[job_id]
+
+    def __contains__(self, job_id: object) -> bool:  # Mapping's goes through a KeyError
+        return job_id in self._jobs
+
+    def get(self, job_id: str, default: JobView | None = None) -> JobView | None:  # type: ignore[override]
+        """Mapping's `get`, without its two Python-level calls: policies read this per job."""
+        return self._views[job_id] if job_id in self._jobs else default
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._jobs)

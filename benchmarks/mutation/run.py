@@ -66,6 +66,10 @@ MODULES: dict[str, Module] = {
                    (f"{SIM}/test_engine.py", RULES, f"{SIM}/test_metric_rules.py")),
     "ordering": Module("simulation/policies/ordering.py",
                        (f"{SIM}/test_engine.py", RULES, f"{SIM}/test_metric_rules.py")),
+    **{name: Module(f"simulation/policies/{name}.py",
+                    (f"{SIM}/test_engine.py", RULES, f"{SIM}/test_priority_order_equivalence.py"))
+       for name in ("queue_order", "running_order", "remaining_time_order",
+                    "priority_schedule")},
     "tiresias": Module("simulation/policies/tiresias.py", (f"{SIM}/test_engine.py", RULES)),
     "elastic-tiresias": Module("simulation/policies/elastic_tiresias.py",
                                (f"{SIM}/test_elastic_tiresias.py", RULES)),

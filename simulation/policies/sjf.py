@@ -7,7 +7,8 @@ from collections.abc import Iterator
 
 from simulation.decisions import Decision
 from simulation.policies.base import Policy, register
-from simulation.policies.ordering import QueueOrder, launch_in_order
+from simulation.policies.ordering import launch_in_order
+from simulation.policies.queue_order import QueueOrder
 from simulation.view import ClusterView
 
 

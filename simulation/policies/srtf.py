@@ -8,7 +8,9 @@ from collections.abc import Iterator
 
 from simulation.decisions import Decision
 from simulation.policies.base import Policy, register
-from simulation.policies.ordering import QueueOrder, RemainingTimeOrder, schedule_by_priority
+from simulation.policies.priority_schedule import schedule_by_priority
+from simulation.policies.queue_order import QueueOrder
+from simulation.policies.remaining_time_order import RemainingTimeOrder
 from simulation.view import ClusterView, JobView
 
 

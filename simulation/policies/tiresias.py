@@ -32,7 +32,9 @@ from collections.abc import Iterator
 from simulation.decisions import Decision
 from simulation.errors import InputError
 from simulation.policies.base import Param, Policy, register
-from simulation.policies.ordering import QueueOrder, RunningOrder, schedule_by_priority
+from simulation.policies.priority_schedule import schedule_by_priority
+from simulation.policies.queue_order import QueueOrder
+from simulation.policies.running_order import RunningOrder
 from simulation.state import JobStatus
 from simulation.view import ClusterView, JobView
 

@@ -2,8 +2,9 @@
 
 Rule: SRTF, SRSF and Tiresias run "the highest-priority jobs that fit" — every round,
 `preemptive_schedule` over all running and queued jobs freshly sorted by the policy's key
-(`simulation.policies.ordering`). The engine takes shortcuts for speed (issue #22): the
-greedy walk over runs of running jobs by sums of GPUs (`_preempt_in_priority_order`); for
+(`simulation.policies.ordering`). The engine takes shortcuts for speed (issue #22,
+`simulation.policies.priority_schedule` and the orders it reads): the greedy walk over
+runs of running jobs by sums of GPUs (`_preempt_in_priority_order`); for
 Tiresias the running jobs kept sorted across rounds (`RunningOrder`), re-keyed only when
 their GPUs change or they near a threshold; for SRTF and SRSF every running job's remaining
 work evaluated at once from its progress line (`RemainingTimeOrder`); queued jobs
@@ -158,7 +159,27 @@ def test_the_tail_is_every_running_job_at_or_after_a_threshold_in_sort_order(nam
     the GPUs behind each and the rest. Checked every round against a fresh sort, with
     thresholds on and beside each running job's own key (the random jobs' equal durations
     and submit times make equal keys common)."""
-    from simulation.policies.ordering import RemainingTimeOrder
+    checked = tails_checked_every_round(name, training_cluster(4, 8), random_jobs(1))
+    assert max(checked) >= 5
+
+
+@pytest.mark.parametrize("name", ["srtf", "srsf"])
+def test_the_tail_is_right_past_the_first_64_rows_and_after_rows_are_freed(name):
+    """The order's arrays start with 64 rows and double; rows freed by finished or preempted
+    jobs are spare (NaN keys) until reused. 300 one-GPU jobs on 12 × 8 GPUs keep up to 96
+    running: the tail must stay a fresh sort's while the arrays grow and rows are reused
+    (copy only part of the rows on growth, or leave a freed row's key live, and it is not)."""
+    rng = random.Random(7)
+    jobs = [JobSpec(f"j{i}", float(10 * (i // 40)), 1, rng.choice((50.0, 300.0, 900.0)))
+            for i in range(300)]
+    checked = tails_checked_every_round(name, training_cluster(12, 8), jobs)
+    assert max(checked) > 64
+
+
+def tails_checked_every_round(name: str, cluster, jobs: list[JobSpec]) -> list[int]:
+    """Run `name` on `jobs`, comparing a separate order's tails with a fresh sort in every
+    round; the lengths of the tails compared."""
+    from simulation.policies.remaining_time_order import RemainingTimeOrder
     from simulation.policies.srtf import srsf_factors, srtf_factors
 
     key = _srt_key(name)
@@ -182,5 +203,5 @@ def test_the_tail_is_every_running_job_at_or_after_a_threshold_in_sort_order(nam
         yield from plain(view)
 
     policy.schedule = schedule
-    Simulation(training_cluster(4, 8), workload(*random_jobs(1)), policy).run()
-    assert max(checked) >= 5
+    Simulation(cluster, workload(*jobs), policy).run()
+    return checked

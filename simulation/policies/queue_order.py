@@ -1,0 +1,156 @@
+"""The waiting jobs of a priority policy, kept in order across rounds (issue #22).
+
+`QueueOrder` keeps the queue sorted by a key that cannot change while a job waits, from the
+engine's queue log; `FittingWalk` hands its jobs to a greedy walk whose budget only shrinks,
+one sorted run per job size, so jobs too large for the budget are never stepped over.
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_left, insort
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+from simulation.view import ClusterView, JobView
+
+SortKey = tuple[Any, int]  # (policy key, trace index)
+QueueEntry = tuple[SortKey, int, str, JobView]  # (sort key, sequence number, job id, job)
+
+
+class QueueOrder:
+    """Waiting jobs kept in priority order across rounds.
+
+    For policies whose key of a waiting job cannot change while it waits (SRTF's remaining
+    time, SJF's predicted duration, LAS service without promotion): arrivals are inserted by
+    bisection and launched jobs dropped, so a long queue is neither re-keyed nor re-sorted
+    on every round. A job that is launched and later requeued gets a fresh entry (its key
+    may have changed while it ran); the old one is skipped as stale.
+    """
+
+    def __init__(self, key: Callable[[JobView], Any]) -> None:
+        self._key = key
+        self._view: ClusterView | None = None
+        self._mark = 0  # position in the view's log of queued jobs
+        self._entries: list[QueueEntry] = []
+        self._by_size: dict[int, list[QueueEntry]] = {}  # the same entries, per GPUs asked
+        self._live: dict[str, QueueEntry] = {}  # job id -> its current entry
+        self._forgotten: list[QueueEntry] = []
+        self._seq = 0
+
+    def forget(self, job_id: str) -> None:
+        """`job_id` left the queue (the policy launched it). Its entry is removed at the next
+        `entries` (not now: a walk over them may be under way), so the front of the order,
+        where launched jobs were, holds no dead entries to step over."""
+        entry = self._live.pop(job_id, None)
+        if entry is not None:
+            self._forgotten.append(entry)
+
+    def _sync(self, view: ClusterView) -> None:
+        """Drop forgotten entries, enter the jobs queued since the last call (the view's log
+        names them), and compact once dead entries outnumber live ones."""
+        if view is not self._view:  # another run or snapshot: start afresh
+            self._view, self._mark, self._entries, self._live = view, 0, [], {}
+            self._by_size, self._forgotten = {}, []
+        for entry in self._forgotten:
+            for entries in (self._entries, self._by_size[entry[3].spec.num_gpus]):
+                at = bisect_left(entries, entry)
+                if at < len(entries) and entries[at] is entry:
+                    del entries[at]
+        self._forgotten.clear()
+        queue = view.queue
+        waiting = queue.keys()
+        live = self._live
+        queued, self._mark = view.queued_since(self._mark)
+        for job_id in dict.fromkeys(queued):
+            if job_id in waiting:
+                job = queue[job_id]
+                self._seq += 1
+                entry = ((self._key(job), job.trace_index), self._seq, job_id, job)
+                insort(self._entries, entry)
+                insort(self._by_size.setdefault(job.spec.num_gpus, []), entry)
+                live[job_id] = entry
+        if len(self._entries) > 2 * len(live) + 64:
+            for job_id in live.keys() - waiting:
+                del live[job_id]
+            self._entries = [e for e in self._entries if live.get(e[2]) is e]
+            self._by_size = {size: [e for e in entries if live.get(e[2]) is e]
+                             for size, entries in self._by_size.items()}
+
+    def entries(self, view: ClusterView) -> Iterator[tuple[SortKey, JobView]]:
+        """(sort key, job) for every waiting job, best first; a job that left the queue
+        some other way than `forget` is dropped when met."""
+        self._sync(view)
+        waiting = view.queue.keys()
+        live = self._live
+        for entry in self._entries:
+            job_id = entry[2]
+            if live.get(job_id) is entry:
+                if job_id in waiting:
+                    yield entry[0], entry[3]
+                else:
+                    del live[job_id]
+
+    def jobs(self, view: ClusterView) -> Iterator[JobView]:
+        return (job for _, job in self.entries(view))
+
+    def fitting(self, view: ClusterView) -> FittingWalk:
+        """The waiting jobs as a walk that passes over those larger than a budget."""
+        self._sync(view)
+        waiting, live = view.queue.keys(), self._live
+        return FittingWalk(self._by_size,
+                           lambda entry: live.get(entry[2]) is entry and entry[2] in waiting)
+
+
+class FittingWalk:
+    """Queued jobs best first, each asking for at most the budget given, for a greedy walk
+    whose budget only shrinks: one sorted run per job size, merged on demand, so the jobs
+    too large for the budget are never stepped over one by one."""
+
+    def __init__(
+        self, runs: dict[int, list[QueueEntry]], alive: Callable[[QueueEntry], bool]
+    ) -> None:
+        self._runs = sorted(runs.items())  # (size, entries), smallest size first
+        self._alive = alive  # constant during a walk: the queue changes after it
+        self._at = [0] * len(self._runs)
+        self._checked = [-1] * len(self._runs)  # the position in each run last found alive
+
+    @classmethod
+    def of(cls, queued: Iterable[tuple[SortKey, JobView]]) -> FittingWalk:
+        """A walk over (sort key, job) pairs given in priority order."""
+        runs: dict[int, list[QueueEntry]] = {}
+        for seq, (sort_key, job) in enumerate(queued):
+            runs.setdefault(job.spec.num_gpus, []).append((sort_key, seq, job.job_id, job))
+        return cls(runs, lambda entry: True)
+
+    def first_key(self) -> SortKey | None:
+        """The sort key of the best queued job not yet given, whatever its size."""
+        run = self._best(math.inf)
+        return None if run < 0 else self._runs[run][1][self._at[run]][0]
+
+    def next_within(self, budget: float) -> tuple[SortKey, JobView] | None:
+        """The best queued job not yet given that asks for at most `budget` GPUs."""
+        run = self._best(budget)
+        if run < 0:
+            return None
+        entry = self._runs[run][1][self._at[run]]
+        self._at[run] += 1
+        return entry[0], entry[3]
+
+    def _best(self, budget: float) -> int:
+        """The run whose next live entry is the best of the runs of sizes within `budget`
+        (-1: none); dead entries met on the way are stepped over for good."""
+        best: QueueEntry | None = None
+        best_run = -1
+        alive, at, checked = self._alive, self._at, self._checked
+        for run, (size, entries) in enumerate(self._runs):
+            if size > budget:
+                break
+            i = at[run]
+            if checked[run] != i:
+                while i < len(entries) and not alive(entries[i]):
+                    i += 1
+                at[run] = checked[run] = i
+            if i < len(entries) and (best is None or entries[i] < best):
+                best, best_run = entries[i], run
+        return best_run
