@@ -245,6 +245,14 @@ def _slot_table(stages: Sequence[Sequence[float]], orderings: Sequence[Sequence[
 
 def pipeline_period(stages: Sequence[Sequence[float]], slots: Sequence[int]) -> float:
     """The pipeline model's iteration time of three-stage jobs, job i in slot `slots[i]`."""
+    return _known_pipeline_period(tuple(tuple(map(float, job)) for job in stages), tuple(slots))
+
+
+@lru_cache(maxsize=4096)
+def _known_pipeline_period(stages: tuple[tuple[float, ...], ...], slots: tuple[int, ...]
+                           ) -> float:
+    """`pipeline_period`, cached by profile: a group's true period is asked for again each
+    time its shares are set, and jobs of one model share a profile (issue #16)."""
     return float(_pipeline_recursion(_slot_table(stages, [slots]))[0])
 
 

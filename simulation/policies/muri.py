@@ -84,6 +84,7 @@ import math
 import random
 from bisect import bisect_left, insort
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
@@ -104,7 +105,7 @@ from simulation.interleaving import (
 )
 from simulation.policies.base import Param, Policy, register
 from simulation.policies.ordering import pool_preference, training_capacity
-from simulation.policies.srtf import remaining_seconds
+from simulation.policies.srtf import prediction_scale, remaining_seconds
 from simulation.policies.tiresias import LAS_QUEUE_PARAMS, Tiresias
 from simulation.shared_placement import (
     PhysicalFree,
@@ -160,6 +161,19 @@ class _Stream:
                 return None
             entries.append(entry)
         return entries[index]
+
+
+@dataclass(slots=True)
+class _KeptSelection:
+    """A full regroup's selection and what it was computed from (`_kept_running_selection`)."""
+
+    marks: tuple[int, int, int]  # allocation, queue and progress logs read
+    capacity: int
+    lent: tuple[str, ...]
+    at: float
+    running: dict[BucketKey, list[Entry]]  # the running jobs' entries, per bucket
+    selected: list[JobView]
+    horizon: float | None = None  # `selection_horizon`, once asked
 
 
 class Muri(Policy):
@@ -307,8 +321,10 @@ class Muri(Policy):
         self._view = view
         _, self._alloc_mark = view.allocations_since(0)
         _, self._queue_mark = view.queued_since(0)
+        _, self._progress_mark = view.progress_resets_since(0)
         self._waiting: dict[BucketKey, list[Entry]] = {}  # queued jobs per bucket, sorted
         self._entry: dict[str, tuple[BucketKey, Entry]] = {}  # queued job -> its entry
+        self._queued_order: list[Entry] = []  # every queued job's entry, sorted
         self._group_key: dict[str, tuple[Placement, int]] = {}  # running job -> its group
         self._members: dict[tuple[Placement, int], int] = {}  # group -> running members
         self._riders: dict[str, int] = {}  # server -> GPUs of members beyond each group's first
@@ -323,6 +339,7 @@ class Muri(Policy):
         for job in view.queue.values():
             self._wait(view, job)
         self._settled: tuple[object, ...] | None = None  # see `_settled_inputs`
+        self._kept_selection: _KeptSelection | None = None  # see `_kept_running_selection`
 
     def _wait(self, view: ClusterView, job: JobView) -> None:
         """Index queued `job` under its bucket, replacing an entry from an earlier wait."""
@@ -330,6 +347,7 @@ class Muri(Policy):
         key = bucket_key(job)
         entry = (True, self.priority(view, job), 1, job.trace_index, job.job_id)
         insort(self._waiting.setdefault(key, []), entry)
+        insort(self._queued_order, entry)
         self._entry[job.job_id] = (key, entry)
 
     def _unwait(self, job_id: str) -> None:
@@ -337,6 +355,7 @@ class Muri(Policy):
         if found is not None:
             waiting = self._waiting[found[0]]
             del waiting[bisect_left(waiting, found[1])]
+            del self._queued_order[bisect_left(self._queued_order, found[1])]
 
     def _track(self, job_id: str, placement: Placement) -> None:
         """Count running `job_id` in its group (placement and token): members beyond the
@@ -382,6 +401,7 @@ class Muri(Policy):
         self._free.refresh(view, self._dirty, self._riders)  # servers lent or returned too
         self._dirty.clear()
         queued, self._queue_mark = view.queued_since(self._queue_mark)
+        _, self._progress_mark = view.progress_resets_since(self._progress_mark)
         queue = view.queue
         for job_id in dict.fromkeys(queued):
             if job_id in queue:
@@ -491,6 +511,8 @@ class Muri(Policy):
         with `with_running`, in the order of `priority` (running jobs first on ties, pinned
         running jobs before all)."""
         if self._sorted_walk(view):
+            if with_running and (kept := self._kept_running_selection(capacity)) is not None:
+                return kept
             running: dict[BucketKey, list[Entry]] = {}
             if with_running:
                 for position, job in enumerate(view.running.values()):
@@ -499,7 +521,12 @@ class Muri(Policy):
                     running.setdefault(bucket_key(job), []).append(entry)
                 for entries in running.values():
                     entries.sort()
-            return [view.job(entry[-1]) for entry in self._reach(view, running, capacity)]
+            selected = [view.job(entry[-1]) for entry in self._reach(view, running, capacity)]
+            if with_running:
+                self._kept_selection = _KeptSelection(
+                    (self._alloc_mark, self._queue_mark, self._progress_mark), capacity,
+                    self._free.lent, view.now, running, selected)
+            return selected
         if not with_running:
             ordered = sorted(view.queue.values(), key=lambda j: self.priority(view, j))
         else:
@@ -508,6 +535,30 @@ class Muri(Policy):
                 not (j.status == _RUNNING and not j.spec.preemptible), self.priority(view, j),
             ))
         return self.select(view, ordered, capacity)
+
+    def _kept_running_selection(self, capacity: int) -> list[JobView] | None:
+        """The last full selection, if nothing it depends on can have changed since: no
+        job started, stopped, ended, was queued or changed speed, the same capacity and
+        servers on loan, and `now` before the `selection_horizon` of its running entries
+        (computed at the first such re-use; most regroups on muri_trace2 select as the last
+        one did)."""
+        kept = self._kept_selection
+        view = self._view
+        if (kept is None or view is None or kept.capacity != capacity
+                or kept.marks != (self._alloc_mark, self._queue_mark, self._progress_mark)
+                or kept.lent != self._free.lent):
+            return None
+        if kept.horizon is None:
+            running = sorted(entry for entries in kept.running.values() for entry in entries)
+            kept.horizon = self.selection_horizon(view, running, kept.at)
+        return kept.selected if view.now < kept.horizon else None
+
+    def selection_horizon(self, view: ClusterView, running: list[Entry], at: float) -> float:
+        """A time before which the order of the running and queued entries cannot change
+        while no job starts, stops, is queued or changes speed (`running`: the running
+        jobs' entries, sorted, with their priorities at time `at`); `at` when the policy
+        cannot tell."""
+        return at
 
     def _groupable(self, job: JobView) -> bool:
         pinned = job.status == _RUNNING and not job.spec.preemptible
@@ -792,6 +843,42 @@ class MuriS(Muri):
     def priority(self, view: ClusterView, job: JobView) -> tuple[float, ...]:
         return (remaining_seconds(job) * job.spec.num_gpus, job.submit_time)
 
+    def selection_horizon(self, view: ClusterView, running: list[Entry], at: float) -> float:
+        """SRSF keys of running jobs fall along lines (`JobView.progress_line`), queued
+        ones stand still, so the order first changes when a running entry reaches the entry
+        before it: the running one before it (same pinned flag) or the queued one. Each
+        crossing is bounded from below (the one behind falls from now at its full slope,
+        the one ahead falls only if not paused) and keys closer than a billionth count as
+        crossed, so float rounding cannot reorder them earlier."""
+        jobs = view.running
+        queued = self._queued_order
+        horizon = math.inf
+        ahead: tuple[bool, float, float] | None = None  # (flag, key, slope) of the last one
+        for entry in running:
+            job = jobs[entry[-1]]
+            line = job.progress_line
+            if line is None:
+                return at
+            slope = line[2] * prediction_scale(job) * job.spec.num_gpus
+            key = entry[1][0]
+            margin = 1e-9 * max(abs(key), 1.0)
+            if ahead is not None and ahead[0] == entry[0]:
+                gap = key - ahead[1] - margin
+                if gap <= 0:
+                    return at
+                if slope > ahead[2]:
+                    horizon = min(horizon, at + gap / (slope - ahead[2]))
+            if entry[0]:
+                before = bisect_left(queued, entry) - 1
+                if before >= 0:
+                    gap = key - queued[before][1][0] - margin
+                    if gap <= 0:
+                        return at
+                    if slope > 0:
+                        horizon = min(horizon, at + gap / slope)
+            ahead = (entry[0], key, slope if line[1] <= at else 0.0)
+        return horizon
+
 
 @register
 class MuriL(Muri):
@@ -807,6 +894,19 @@ class MuriL(Muri):
 
     def priority(self, view: ClusterView, job: JobView) -> tuple[float, ...]:
         return (self._las.queue_index(view, job), job.submit_time)
+
+    def selection_horizon(self, view: ClusterView, running: list[Entry], at: float) -> float:
+        """A running job's 2D-LAS queue changes only when its attained service crosses a
+        threshold: the horizon is a second before the first crossing after `at` (`at` if
+        one came already)."""
+        jobs = view.running
+        horizon = math.inf
+        for entry in running:
+            job = jobs[entry[-1]]
+            if self._las.queue_index(view, job) != entry[1][0]:
+                return at
+            horizon = min(horizon, self._las.demotion_time(view, job) - 1.0)
+        return horizon
 
     def priority_frozen_while_queued(self) -> bool:
         return self.promote_knob <= 0  # promotion changes a waiting job's queue
