@@ -112,6 +112,9 @@ class Muri(MuriSelection, MuriGrouping, MuriPlacement, Policy):
         Param("regroup", str, "full", "full: regroup every job afresh (the paper and Muri's "
               "simulator); sticky: a running group's selected members stay together (they "
               "may gain members)", choices=("full", "sticky")),
+        Param("ties", str, "keep", "keep: among equally good Blossom matchings the one "
+              "keeping running groups together wins; any: whichever Blossom finds",
+              choices=("keep", "any")),
         Param("restart", str, "group", "group: every member of a group that gains a job "
               "restarts (Muri's executor and simulator); moved: only jobs that change GPUs",
               choices=("group", "moved")),
@@ -127,6 +130,7 @@ class Muri(MuriSelection, MuriGrouping, MuriPlacement, Policy):
     exact_matching_limit: int
     sparse_degree: int
     regroup: str
+    ties: str
     restart: str
 
     def __init__(self, **values: object) -> None:

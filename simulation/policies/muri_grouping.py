@@ -78,7 +78,9 @@ class MuriGrouping:
     resource_types: int
     profiling_noise: float
     grouping: str
+    ties: str
     config: GroupingConfig
+    _group_of: dict[str, int]
 
     def _init_grouping(self, noise_seed: int) -> None:
         self._noise_seed = noise_seed
@@ -151,8 +153,11 @@ class MuriGrouping:
         if initial is not None:
             demand = sum(key[0] * len(groups) for key, groups in zip(keys, initial, strict=True))
         excess = math.inf if self.grouping == "always" else demand - capacity
+        keep = self.ties == "keep"
         cache_key = (excess, tuple(
-            (key, tuple((j.job_id, self._groupable(j)) for j in by_bucket[key])) for key in keys
+            (key, tuple((j.job_id, self._groupable(j),
+                         keep and j.status == _RUNNING and self._group_of.get(j.job_id, -1))
+                        for j in by_bucket[key])) for key in keys
         ), None if initial is None else tuple(tuple(map(tuple, g)) for g in initial))
         grouped = self._plans.get(cache_key)
         if grouped is None:
@@ -222,6 +227,8 @@ class MuriGrouping:
             ranks=list(range(len(jobs))),
             groupable=[self._groupable(j) for j in jobs],
             stage_counts=counts,
+            running_group=[self._group_of.get(j.job_id, -1) if j.status == _RUNNING else -1
+                           for j in jobs] if self.ties == "keep" else None,
         )
 
     def _fitting_groups(self, view: ClusterView, selected: list[JobView], capacity: int,
