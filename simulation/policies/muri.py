@@ -301,7 +301,7 @@ class MuriS(Muri):
         the one ahead falls only if not paused) and keys closer than a billionth count as
         crossed, so float rounding cannot reorder them earlier."""
         jobs = view.running
-        queued = self._queued_order
+        waiting = [entries for entries in self._waiting.values() if entries]
         horizon = math.inf
         ahead: tuple[bool, float, float] | None = None  # (flag, key, slope) of the last one
         for entry in running:
@@ -318,10 +318,11 @@ class MuriS(Muri):
                     return at
                 if slope > ahead[2]:
                     horizon = min(horizon, at + gap / (slope - ahead[2]))
-            if entry[0]:
-                before = bisect_left(queued, entry) - 1
-                if before >= 0:
-                    gap = key - queued[before][1][0] - margin
+            if entry[0]:  # the queued entry just before it: the last one below, per bucket
+                before = [entries[index - 1] for entries in waiting
+                          if (index := bisect_left(entries, entry))]
+                if before:
+                    gap = key - max(before)[1][0] - margin
                     if gap <= 0:
                         return at
                     if slope > 0:

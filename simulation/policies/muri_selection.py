@@ -87,7 +87,6 @@ class MuriSelection:
     def _reset_selection(self) -> None:
         self._waiting: dict[BucketKey, list[Entry]] = {}  # queued jobs per bucket, sorted
         self._entry: dict[str, tuple[BucketKey, Entry]] = {}  # queued job -> its entry
-        self._queued_order: list[Entry] = []  # every queued job's entry, sorted
         self._kept_selection: _KeptSelection | None = None  # see `_kept_running_selection`
 
     def priority(self, view: ClusterView, job: JobView) -> tuple[float, ...]:
@@ -110,7 +109,6 @@ class MuriSelection:
         key = bucket_key(job)
         entry = (True, self.priority(view, job), 1, job.trace_index, job.job_id)
         insort(self._waiting.setdefault(key, []), entry)
-        insort(self._queued_order, entry)
         self._entry[job.job_id] = (key, entry)
 
     def _unwait(self, job_id: str) -> None:
@@ -118,7 +116,6 @@ class MuriSelection:
         if found is not None:
             waiting = self._waiting[found[0]]
             del waiting[bisect_left(waiting, found[1])]
-            del self._queued_order[bisect_left(self._queued_order, found[1])]
 
     def _sorted_walk(self, view: ClusterView) -> bool:
         """Whether the kept queue order is the one a fresh sort gives (see the class)."""
