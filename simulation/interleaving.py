@@ -245,6 +245,14 @@ def _slot_table(stages: Sequence[Sequence[float]], orderings: Sequence[Sequence[
 
 def pipeline_period(stages: Sequence[Sequence[float]], slots: Sequence[int]) -> float:
     """The pipeline model's iteration time of three-stage jobs, job i in slot `slots[i]`."""
+    return _known_pipeline_period(tuple(tuple(map(float, job)) for job in stages), tuple(slots))
+
+
+@lru_cache(maxsize=4096)
+def _known_pipeline_period(stages: tuple[tuple[float, ...], ...], slots: tuple[int, ...]
+                           ) -> float:
+    """`pipeline_period`, cached by profile: a group's true period is asked for again each
+    time its shares are set, and jobs of one model share a profile (issue #16)."""
     return float(_pipeline_recursion(_slot_table(stages, [slots]))[0])
 
 
@@ -343,6 +351,9 @@ class Bucket:
     ranks: list[int]
     groupable: list[bool]
     stage_counts: list[int] | None = None
+    # `running_group[i]`: the group job i runs in now (-1: none); among equally heavy
+    # matchings Blossom keeps such groups together (`max_weight_pairs`). None: no preference.
+    running_group: list[int] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -578,12 +589,17 @@ def _sparse_mask(signatures: np.ndarray, degree: int) -> np.ndarray:
 
 
 def max_weight_pairs(
-    weights: np.ndarray, config: GroupingConfig, signatures: np.ndarray | None = None
+    weights: np.ndarray, config: GroupingConfig, signatures: np.ndarray | None = None,
+    together: np.ndarray | None = None,
 ) -> list[tuple[int, int]]:
     """Blossom maximum weighted matching over the positive entries of `weights`.
 
     Above `config.exact_limit` nodes only edges kept by `_sparse_mask` over `signatures`
-    (rows that say how a node uses each resource) enter the graph.
+    (rows that say how a node uses each resource) enter the graph. `together` (n × n) marks
+    pairs that run together now: among the matchings of maximum weight (γ in thousandths),
+    the one keeping most of them wins, as each such edge gains less than 1 / (n + 1) of a
+    thousandth; Algorithm 1's objective is unchanged, only its ties (issue #16: otherwise
+    jobs of one model swap partners from round to round, and each swap restarts a group).
     """
     n = weights.shape[0]
     if n < 2:
@@ -603,8 +619,10 @@ def max_weight_pairs(
     order = nodes[np.argsort(first)]
     index = np.empty(n, dtype=np.int64)
     index[order] = np.arange(len(order))
-    edges = np.stack([index[us], index[vs], np.rint(weights[us, vs] * 1000).astype(np.int64)],
-                     axis=1)
+    weight = np.rint(weights[us, vs] * 1000).astype(np.int64)
+    if together is not None:
+        weight = weight * (n + 1) + together[us, vs]
+    edges = np.stack([index[us], index[vs], weight], axis=1)
     graph = rx.PyGraph(multigraph=False)
     graph.add_nodes_from(order.tolist())
     graph.add_edges_from(list(map(tuple, edges.tolist())))
@@ -643,6 +661,7 @@ class MatchingMemo:
         """`max_weight_pairs` over `bucket`'s `groups`, each pair with its edge weight."""
         key = (bucket.stages.shape, bucket.stages.tobytes(), bucket.solo.tobytes(),
                tuple(bucket.groupable), tuple(bucket.stage_counts or ()),
+               None if bucket.running_group is None else tuple(bucket.running_group),
                tuple(map(tuple, groups)), config)
         found = self._pairs.get(key)
         if found is None:
@@ -661,7 +680,19 @@ def _matched_pairs(bucket: Bucket, groups: list[list[int]], config: GroupingConf
     else:
         weights = _remembered_edge_weights(bucket, groups, config, periods)
     signatures = _signatures(bucket, groups) if len(groups) > config.exact_limit else None
-    return [(u, v, weights[u, v]) for u, v in max_weight_pairs(weights, config, signatures)]
+    kept = _running_together(bucket, groups)
+    return [(u, v, weights[u, v])
+            for u, v in max_weight_pairs(weights, config, signatures, kept)]
+
+
+def _running_together(bucket: Bucket, groups: list[list[int]]) -> np.ndarray | None:
+    """Which pairs of `groups` run together now (all members in one running group)."""
+    if bucket.running_group is None:
+        return None
+    running = bucket.running_group
+    token = np.array([running[g[0]] if all(running[i] == running[g[0]] for i in g) else -1
+                      for g in groups])
+    return (token[:, None] == token[None, :]) & (token[:, None] >= 0)
 
 
 def _priority_pairs(bucket: Bucket, groups: list[list[int]], config: GroupingConfig

@@ -78,7 +78,7 @@ class Tiresias(Policy):
         self._running: RunningOrder | None = None
         if self.promote_knob <= 0:
             self._order = QueueOrder(self._frozen_key)
-            self._running = RunningOrder(self._running_key, self._demotion_time,
+            self._running = RunningOrder(self._running_key, self.demotion_time,
                                          slack=_DEMOTION_SLACK_SECONDS)
 
     def _service(self, job: JobView) -> tuple[float, float]:
@@ -113,7 +113,7 @@ class Tiresias(Policy):
         """`priority_key` of a running job when promotion is off."""
         return (bisect_right(self._bounds, job.attained_service), False, job.submit_time)
 
-    def _demotion_time(self, view: ClusterView, job: JobView) -> float:
+    def demotion_time(self, view: ClusterView, job: JobView) -> float:
         """When running `job` crosses its next threshold (inf: in the last queue)."""
         attained = job.attained_service if not self._reset else self._service(job)[0]
         level = bisect_right(self._bounds, attained)
@@ -132,7 +132,7 @@ class Tiresias(Policy):
             return None
         if self._running is not None:
             return self._running.next_change(view)
-        times = [self._demotion_time(view, job) for job in view.running.values()]
+        times = [self.demotion_time(view, job) for job in view.running.values()]
         times = [t for t in times if t < math.inf]
         if self.promote_knob > 0:
             for job in view.queue.values():

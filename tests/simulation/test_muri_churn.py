@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from simulation.engine import EngineConfig, Simulation
+from simulation.interleaving import GroupingConfig, max_weight_pairs
 from simulation.model import JobSpec, Workload
 from simulation.policies.base import create_policy
 from tests.simulation.test_muri import GPU_BOUND, IO_BOUND, _cluster, _job
+from tests.simulation.test_sharing_equivalence import outcome, random_muri_jobs
 
 # With GPU_BOUND `a` (0.05, 0.9, 0.05) and IO_BOUND `c` (0.9, 0.05, 0.05), `b` below pairs
 # worse with either (pipeline model, three stages over four resource types, solo 1 s each):
@@ -97,3 +100,41 @@ def test_sticky_group_splits_once_its_members_fit_alone():
     assert (a.preemptions, b.preemptions) == (0, 1)
     assert a.share == b.share == 1.0
     assert sim.policy._group_of["j0"] != sim.policy._group_of["j1"]
+
+
+def _together(n: int, *pairs: tuple[int, int]) -> np.ndarray:
+    together = np.zeros((n, n), dtype=bool)
+    for u, v in pairs:
+        together[u, v] = together[v, u] = True
+    return together
+
+
+def test_blossom_ties_fall_to_the_pairs_that_run_together():
+    # Four alike jobs: every pairing weighs 2 × γ 0.5. Blossom alone pairs (0, 3), (1, 2);
+    # with (0, 1) and (2, 3) running together, that equally heavy matching wins.
+    weights = np.full((4, 4), 0.5)
+    np.fill_diagonal(weights, 0.0)
+    assert max_weight_pairs(weights, GroupingConfig()) == [(0, 3), (1, 2)]
+    assert max_weight_pairs(weights, GroupingConfig(), together=_together(4, (0, 1), (2, 3))
+                            ) == [(0, 1), (2, 3)]
+
+
+def test_keeping_running_pairs_never_costs_weight():
+    # (0, 1) and (2, 3) weigh γ 0.501 each, the running pairs (0, 2) and (1, 3) 0.5: a
+    # thousandth of γ outweighs any number of kept pairs (each gains < 1 / 5 of one here).
+    weights = np.full((4, 4), 0.5)
+    weights[0, 1] = weights[1, 0] = weights[2, 3] = weights[3, 2] = 0.501
+    np.fill_diagonal(weights, 0.0)
+    assert max_weight_pairs(weights, GroupingConfig(), together=_together(4, (0, 2), (1, 3))
+                            ) == [(0, 1), (2, 3)]
+
+
+def test_keeping_running_pairs_restarts_fewer_jobs():
+    # Contended random workloads: ties=keep restarts fewer jobs than ties=any in total.
+    any_ties = keep = 0
+    for seed in range(3):
+        jobs = random_muri_jobs(seed, count=90)
+        any_ties += sum(row[3] for row in outcome(create_policy("muri-s", {"ties": "any"}),
+                                                  jobs, False))
+        keep += sum(row[3] for row in outcome(create_policy("muri-s"), jobs, False))
+    assert keep < any_ties

@@ -1,0 +1,247 @@
+"""Muri's grouping (Algorithm 1, lines 8–end) and the rates of grouped jobs.
+
+3. The selected jobs are grouped with `simulation.interleaving.multi_round_grouping`
+   (Blossom matching, ⌈log2 k⌉ rounds, buckets by GPU count and GPU-type/pool constraints).
+   With `grouping=demand` (default, as Muri's simulator) matched pairs merge only while the
+   selected jobs want more GPUs than the cluster has: grouping slows each member, so jobs
+   that fit alone run alone. `grouping=always` merges every matched pair as Algorithm 1
+   reads. The groups that fit the cluster are kept in priority order (`_fitting_groups`).
+
+**Rates.** Members of a group share one placement and each completes one iteration per group
+iteration, so a member runs at ``share = min(1, solo iteration time / (T_group × o_n))``
+where T_group is the group's iteration time under the chosen ordering on the *true* profile
+(Eq. 3, or for three-stage profiles over four resource types, as in Muri's traces, the
+pipeline model of Muri's simulator; see `simulation.interleaving`) and o_n the
+interleaving overhead of an n-job group. The ordering and the grouping use profiles with
+`profiling_noise`. A job alone gets share 1.
+
+**Interleaving overhead** (`group_overhead`, default 1.33, 1.5, 1.37 for groups of 2, 3, 4):
+the factors Muri's simulator puts on a group's iteration time (Rivendile/Muri@4e69a78
+`simulator/jobs.py:209`, applied in `simulator/matching.py:169-174`); Table 2 likewise
+measured four interleaved jobs at 2×, not 4×, summed normalised throughput. That simulator
+splits each factor x as 1.015 on every job's own iteration time and x / 1.015 on a group's;
+here a group carries x and a job alone none, so a job alone runs at its trace speed as under
+every other policy. `group_overhead=none` is the zero-overhead ablation.
+
+Jobs with no profile (neither in the trace nor a model of the table in
+`simulation.interleaving`) and non-preemptible running jobs are never grouped. Blossom
+matchings are remembered (`MatchingMemo`) and merge periods by the pair of stage blocks
+merged (`MergePeriods`), so a matching's γ matrix is look-ups once its profiles have met.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+
+import numpy as np
+
+from simulation.errors import InputError
+from simulation.interleaving import (
+    Bucket,
+    GroupingConfig,
+    MatchingMemo,
+    group_iteration_time,
+    iteration_time_for_ordering,
+    job_profile,
+    multi_round_grouping,
+    noisy_stages,
+    pad_stages,
+    solo_iteration_seconds,
+)
+from simulation.policies.muri_selection import BucketKey, bucket_key
+from simulation.state import JobStatus
+from simulation.view import ClusterView, JobView
+
+_RUNNING = JobStatus.RUNNING
+Profile = tuple[tuple[float, ...], tuple[float, ...], float]  # true, believed stages; solo s
+
+
+def group_overhead_factors(setting: str) -> tuple[float, ...]:
+    """`group_overhead` as iteration-time factors for groups of 2, 3, ... jobs; `none` = ()."""
+    if setting.strip().lower() == "none":
+        return ()
+    try:
+        factors = tuple(float(x) for x in setting.split(","))
+        if all(0 < f < math.inf for f in factors):
+            return factors
+    except ValueError:
+        pass
+    raise InputError(f"expected 'none' or comma-separated positive factors, got {setting!r}",
+                     source="settings", field="group_overhead")
+
+
+class MuriGrouping:
+    """Profiles, grouping and shares, mixed into `Muri` (which sets the parameters, `config`
+    and `_groupable`)."""
+
+    resource_types: int
+    profiling_noise: float
+    grouping: str
+    ties: str
+    config: GroupingConfig
+    _group_of: dict[str, int]
+
+    def _init_grouping(self, noise_seed: int) -> None:
+        self._noise_seed = noise_seed
+        self._profiles: dict[str, Profile | None] = {}
+        self._plans: dict[object, list[list[list[int]]]] = {}
+        self._shares: dict[tuple[str, ...], dict[str, float]] = {}
+        self._memo: MatchingMemo | None = MatchingMemo()
+
+    def profile(self, job: JobView) -> tuple[tuple[float, ...], tuple[float, ...], float] | None:
+        """(true stages, believed stages, solo iteration time); None = ungroupable."""
+        if job.job_id not in self._profiles:
+            profile = job_profile(job.spec)
+            if profile is None or len(profile.stage_seconds) > self.resource_types:
+                self._profiles[job.job_id] = None
+            else:
+                true = tuple(profile.stage_seconds)
+                rng = random.Random(f"{self._noise_seed}:{job.job_id}")
+                believed = noisy_stages(true, self.profiling_noise, rng)
+                solo = solo_iteration_seconds(job.spec, profile)
+                self._profiles[job.job_id] = (true, believed, solo)
+        return self._profiles[job.job_id]
+
+    def group_share(self, members: list[JobView]) -> dict[str, float]:
+        """Each member's rate factor: solo iteration time over the group's true period."""
+        if len(members) == 1:
+            return {members[0].job_id: 1.0}
+        key = tuple(m.job_id for m in members)
+        cached = self._shares.get(key)
+        if cached is None:
+            if len(self._shares) >= 4096:
+                self._shares.clear()
+            cached = self._shares[key] = self._compute_shares(members)
+        return cached
+
+    def _compute_shares(self, members: list[JobView]) -> dict[str, float]:
+        profiles = [self.profile(m) for m in members]
+        believed = [p[1] for p in profiles if p is not None]
+        _, ordering = group_iteration_time(believed, worst=self.config.worst_ordering,
+                                           resource_types=self.resource_types)
+        true = [p[0] for p in profiles if p is not None]
+        period = iteration_time_for_ordering(true, ordering, resource_types=self.resource_types)
+        period *= self.config.overhead_for(len(members))
+        return {
+            m.job_id: min(1.0, p[2] / period) if period > 0 else 1.0
+            for m, p in zip(members, profiles, strict=True) if p is not None
+        }
+
+    def plan_groups(self, view: ClusterView, selected: list[JobView], capacity: int,
+                    formed: list[list[str]] | None = None) -> list[list[JobView]]:
+        """Groups of selected jobs (best-ranked member first), in priority order.
+
+        The grouping depends only on which jobs are selected (inside a bucket jobs are
+        matched in submit order, so rank changes alone do not regroup them): a round with
+        the same selection as an earlier one re-uses its plan, which keeps groups stable
+        between rounds and spares the matching. `formed` lists groups of selected jobs that
+        stay together (sticky regrouping): the matching starts from them, and each counts
+        its GPUs once towards the demand. When no selected job can be grouped (no profiles,
+        as on Philly), every job is a group of its own, in the selection's priority order.
+        """
+        if not any(self._groupable(job) for job in selected):
+            return [[job] for job in selected]
+        by_bucket: dict[BucketKey, list[JobView]] = {}
+        for job in sorted(selected, key=lambda j: (j.submit_time, j.job_id)):
+            by_bucket.setdefault(bucket_key(job), []).append(job)
+        keys = sorted(by_bucket)
+        demand = sum(job.spec.num_gpus for job in selected)
+        if formed and self.grouping == "demand":
+            formed = self._still_needed(view, selected, formed, demand - capacity)
+        initial = self._initial_groups(view, by_bucket, keys, formed) if formed else None
+        if initial is not None:
+            demand = sum(key[0] * len(groups) for key, groups in zip(keys, initial, strict=True))
+        excess = math.inf if self.grouping == "always" else demand - capacity
+        keep = self.ties == "keep"
+        cache_key = (excess, tuple(
+            (key, tuple((j.job_id, self._groupable(j),
+                         keep and j.status == _RUNNING and self._group_of.get(j.job_id, -1))
+                        for j in by_bucket[key])) for key in keys
+        ), None if initial is None else tuple(tuple(map(tuple, g)) for g in initial))
+        grouped = self._plans.get(cache_key)
+        if grouped is None:
+            grouped = multi_round_grouping(
+                [self._bucket(key, by_bucket[key]) for key in keys], self.config,
+                excess_gpus=excess, memo=self._memo, initial=initial,
+            )
+            if len(self._plans) >= 256:
+                self._plans.clear()
+            self._plans[cache_key] = grouped
+        rank = {job.job_id: i for i, job in enumerate(selected)}
+        groups = [
+            sorted((by_bucket[key][i] for i in members), key=lambda j: rank[j.job_id])
+            for key, bucket_groups in zip(keys, grouped, strict=True)
+            for members in bucket_groups
+        ]
+        groups.sort(key=lambda g: rank[g[0].job_id])
+        return groups
+
+    @staticmethod
+    def _still_needed(view: ClusterView, selected: list[JobView], formed: list[list[str]],
+                      excess: int) -> list[list[str]]:
+        """The formed groups worth keeping while the selected jobs, alone, want `excess` GPUs
+        more than the cluster has: best-ranked first, until their merges cover the excess.
+        The others split, so jobs run alone (unslowed) once there is room again."""
+        rank = {job.job_id: i for i, job in enumerate(selected)}
+        kept = []
+        for group in sorted(formed, key=lambda g: min(rank[j] for j in g)):
+            if excess <= 0:
+                break
+            kept.append(group)
+            excess -= (len(group) - 1) * view.job(group[0]).spec.num_gpus
+        return kept
+
+    @staticmethod
+    def _initial_groups(view: ClusterView, by_bucket: dict[BucketKey, list[JobView]],
+                        keys: list[BucketKey], formed: list[list[str]]
+                        ) -> list[list[list[int]]]:
+        """Per bucket, the `formed` groups and every other job alone, as indices into
+        `by_bucket` (a group's members share its bucket: only such jobs are ever grouped)."""
+        index = {job.job_id: i for jobs in by_bucket.values() for i, job in enumerate(jobs)}
+        together: dict[BucketKey, list[list[int]]] = {key: [] for key in keys}
+        in_group: set[str] = set()
+        for job_ids in formed:
+            together[bucket_key(view.job(job_ids[0]))].append(sorted(index[j] for j in job_ids))
+            in_group.update(job_ids)
+        for key in keys:
+            together[key].extend([i] for i, job in enumerate(by_bucket[key])
+                                 if job.job_id not in in_group)
+            together[key].sort()
+        return [together[key] for key in keys]
+
+    def _bucket(self, key: BucketKey, jobs: list[JobView]) -> Bucket:
+        rows = []
+        solo = []
+        counts = []
+        for job in jobs:
+            profile = self.profile(job)
+            believed = profile[1] if profile else ()
+            rows.append(pad_stages(believed, self.resource_types))
+            solo.append(profile[2] if profile else 0.0)
+            counts.append(len(believed) if profile else self.resource_types)
+        return Bucket(
+            gpus=key[0],
+            stages=np.array(rows, dtype=float),
+            solo=np.array(solo, dtype=float),
+            ranks=list(range(len(jobs))),
+            groupable=[self._groupable(j) for j in jobs],
+            stage_counts=counts,
+            running_group=[self._group_of.get(j.job_id, -1) if j.status == _RUNNING else -1
+                           for j in jobs] if self.ties == "keep" else None,
+        )
+
+    def _fitting_groups(self, view: ClusterView, selected: list[JobView], capacity: int,
+                        formed: list[list[str]] | None = None) -> list[list[JobView]]:
+        """Step 3 over the selected jobs (starting from the `formed` groups) and the groups
+        that fit `capacity` GPUs, in priority order."""
+        groups = self.plan_groups(view, selected, capacity, formed)
+        kept: list[list[JobView]] = []
+        budget = capacity
+        for group in groups:
+            gpus = group[0].spec.num_gpus
+            pinned = any(j.status == _RUNNING and not j.spec.preemptible for j in group)
+            if gpus <= budget or pinned:
+                budget -= gpus
+                kept.append(group)
+        return kept

@@ -1,0 +1,149 @@
+"""Muri's placement (step 4): which GPUs each kept group runs on, and what changes.
+
+4. The groups that fit are kept in priority order; a group re-uses the GPUs its best-ranked
+   running member already holds, the others are placed best-fit in descending GPU count (§5:
+   "avoids fragmentation"); what no longer runs is preempted, a job that moves or joins a
+   running group restarts (see `Muri`'s **Churn**: Muri's executor kills and restarts jobs),
+   queued members launch, and each member's share is set.
+
+Jobs that share GPUs hold the identical placement; a group is its placement plus a token
+(two groups may hold equal slot tuples on one server, as slots name no GPU indices). The
+physically free GPUs are recounted only on servers whose jobs changed (`PhysicalFree`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from simulation.decisions import Decision, Launch, Placement, SetShare
+from simulation.policies.ordering import pool_preference
+from simulation.shared_placement import fit_placement, share_changed
+from simulation.state import JobStatus
+from simulation.view import ClusterView, JobView
+
+_RUNNING = JobStatus.RUNNING
+Slot = tuple[Placement, int]  # a group: its placement and token
+Targets = dict[str, tuple[Slot, float]]  # job -> the group it runs in, its share
+
+
+class MuriPlacement:
+    """Groups' placements and the decisions that realise them, mixed into `Muri` (which
+    provides `group_share`)."""
+
+    def _reset_placement(self) -> None:
+        self._group_key: dict[str, Slot] = {}  # running job -> its group
+        self._members: dict[Slot, int] = {}  # group -> running members
+        self._riders: dict[str, int] = {}  # server -> GPUs of members beyond each group's first
+        self._slowed: set[str] = set()  # running jobs that may run at a share below 1
+        self._dirty: set[str] = set()  # servers whose free GPUs need recounting
+
+    def _track(self, job_id: str, placement: Placement) -> None:
+        """Count running `job_id` in its group (placement and token): members beyond the
+        first hold no GPUs of their own."""
+        key = (placement, self._group_of.get(job_id, -1))
+        if self._group_key.get(job_id) == key:
+            return
+        self._untrack(job_id)
+        self._group_key[job_id] = key
+        count = self._members[key] = self._members.get(key, 0) + 1
+        for slot in placement:
+            self._dirty.add(slot.server)
+            if count > 1:
+                self._riders[slot.server] = self._riders.get(slot.server, 0) + slot.gpus
+
+    def _untrack(self, job_id: str) -> None:
+        key = self._group_key.pop(job_id, None)
+        if key is None:
+            return
+        count = self._members[key] = self._members[key] - 1
+        if not count:
+            del self._members[key]
+        for slot in key[0]:
+            self._dirty.add(slot.server)
+            if count:
+                self._riders[slot.server] -= slot.gpus
+
+    def _any_slowed(self, view: ClusterView) -> bool:
+        """Whether a running job runs at a share below 1."""
+        running = view.running
+        for job_id in list(self._slowed):
+            if job_id in running and running[job_id].share < 1.0:
+                return True
+            self._slowed.discard(job_id)
+        return False
+
+    def _groups_in_use(self, view: ClusterView) -> dict[tuple[Placement, int], list[str]]:
+        """Running jobs by group. Two groups may hold identical slot tuples on one server
+        (slots name no GPU indices), so a group is its placement plus the token it was given."""
+        in_use: dict[tuple[Placement, int], list[str]] = {}
+        for job in view.running.values():
+            token = self._group_of.get(job.job_id, -1)
+            in_use.setdefault((job.placement, token), []).append(job.job_id)
+        return in_use
+
+    def _formed_groups(self, view: ClusterView, selected: list[JobView]) -> list[list[str]]:
+        """The selected members of each running group of two or more: sticky regrouping
+        keeps them together, as a long-running interleaved group keeps running in practice
+        (Muri §5 regroups every six minutes to limit restarts)."""
+        chosen = {job.job_id for job in selected}
+        formed = []
+        for job_ids in self._groups_in_use(view).values():
+            members = [job_id for job_id in job_ids if job_id in chosen]
+            if len(members) > 1:
+                formed.append(members)
+        return formed
+
+    def _gaining_slots(self, target: dict[str, tuple[tuple[Placement, int], float]]
+                       ) -> set[tuple[Placement, int]]:
+        """Running groups (placement, token) that a job not running in them joins: Muri's
+        executor starts a changed group afresh, so every member restarts (the authors'
+        simulator charges every member of a group its start-up time, `run_sim.py`)."""
+        return {slot for job_id, (slot, _) in target.items()
+                if self._group_key.get(job_id) != slot and slot in self._members}
+
+    def _place(self, view: ClusterView, kept: list[list[JobView]],
+               claimed: dict[int, tuple[Placement, int]], free: dict[str, int]
+               ) -> list[Placement]:
+        """Place the groups not in `claimed` best-fit into `free`, largest first (§5), and
+        add them to `claimed` with a new token; those that do not fit wait. Returns the
+        placements taken from `free`."""
+        placed: list[Placement] = []
+        for index in sorted(range(len(kept)), key=lambda i: -kept[i][0].spec.num_gpus):
+            if index in claimed:
+                continue
+            spec = kept[index][0].spec
+            placement = fit_placement(
+                view, free, spec.num_gpus, gpus_per_worker=spec.gpus_per_worker,
+                pools=pool_preference(view, spec),
+            )
+            if placement is not None:
+                self._next_token += 1
+                claimed[index] = (placement, self._next_token)
+                placed.append(placement)
+        return placed
+
+    def _targets(self, kept: list[list[JobView]], claimed: dict[int, tuple[Placement, int]]
+                 ) -> dict[str, tuple[tuple[Placement, int], float]]:
+        """Each member of a placed group: its (placement, token) and share."""
+        target: dict[str, tuple[tuple[Placement, int], float]] = {}
+        for index, group in enumerate(kept):
+            if index in claimed:
+                for job_id, share in self.group_share(group).items():
+                    target[job_id] = (claimed[index], share)
+        return target
+
+    def _start(self, view: ClusterView, target: dict[str, tuple[tuple[Placement, int], float]]
+               ) -> Iterator[Decision]:
+        """Launch the queued members of `target` and set every member's share."""
+        for job_id, ((placement, token), share) in target.items():
+            job = view.job(job_id)
+            self._group_of[job_id] = token
+            if job.status == _RUNNING:
+                self._track(job_id, job.placement)  # its token may be new
+            else:
+                yield Launch(job_id, placement)
+                self._track(job_id, placement)
+            if share_changed(job, share):
+                yield SetShare(job_id, share)
+            if share < 1.0:
+                self._slowed.add(job_id)

@@ -1,0 +1,95 @@
+"""Muri's kept selection (issue #16): a full regroup re-uses the last selection while nothing
+it depends on changed and the priority order cannot have changed (`selection_horizon`)."""
+
+from __future__ import annotations
+
+import pytest
+
+from simulation.engine import EngineConfig, Simulation
+from simulation.model import JobSpec, Workload
+from simulation.policies.muri import MuriL, MuriS
+from tests.simulation.test_muri import _cluster
+from tests.simulation.test_sharing_equivalence import outcome, random_muri_jobs
+
+
+def _horizon_after_regroup_at_360(policy: MuriS | MuriL, gpus: int, *jobs: JobSpec) -> float:
+    """The horizon of the selection the full regroup at t=360 computed (it decides nothing)."""
+    sim = Simulation(_cluster(1, gpus), Workload(jobs), policy,
+                     config=EngineConfig(max_time=360.0))
+    sim.run()
+    kept = policy._kept_selection
+    running = sorted(entry for entries in kept.running.values() for entry in entries)
+    return policy.selection_horizon(sim.view, running, kept.at)
+
+
+def test_srsf_horizon_is_when_a_running_job_reaches_a_queued_one_ahead_of_it():
+    # Two GPUs, no profiles. t=0: SRSF keys A 1000, D 2 × 1200 = 2400, B 4000: A takes a
+    # GPU, D (2 GPUs) no longer fits, B takes the other; D waits ahead of B. At 360, B's
+    # key is 3640 and falls at 1 per second: it reaches D's 2400 at 360 + 1240 = 1600.
+    jobs = (JobSpec("A", 0.0, 1, 1000.0), JobSpec("B", 0.0, 1, 4000.0),
+            JobSpec("D", 0.0, 2, 1200.0))
+    assert _horizon_after_regroup_at_360(MuriS(), 2, *jobs) == pytest.approx(1600.0)
+
+
+def test_srsf_horizon_is_when_a_steeper_running_job_reaches_the_running_one_ahead():
+    # Three GPUs. At 360: F (1 GPU) has key 2000 - 360 = 1640, falling at 1 per second; E
+    # (2 GPUs) 2 × (1500 - 360) = 2280, falling at 2. E reaches F after 640 / (2 - 1) s, at
+    # 1000 (both keys 1000). G (key 9000) waits behind both, so only the queue forces the
+    # regroup.
+    jobs = (JobSpec("E", 0.0, 2, 1500.0), JobSpec("F", 0.0, 1, 2000.0),
+            JobSpec("G", 0.0, 1, 9000.0))
+    assert _horizon_after_regroup_at_360(MuriS(), 3, *jobs) == pytest.approx(1000.0)
+
+
+def test_las_horizon_is_a_second_before_the_next_demotion():
+    # One GPU, queues split at 500 and 10,000 GPU·s. X runs from 0 and Y, submitted with it,
+    # waits behind it in queue 0; at 360 X has 360 GPU·s and reaches 500 at 500: horizon 499.
+    jobs = (JobSpec("X", 0.0, 1, 20000.0), JobSpec("Y", 0.0, 1, 20000.0))
+    assert _horizon_after_regroup_at_360(MuriL(), 1, *jobs) == pytest.approx(499.0)
+
+
+class FreshSelection:
+    """Muri computing every full selection afresh (mixed into Muri-S and Muri-L)."""
+
+    def _kept_running_selection(self, capacity):
+        return None
+
+
+class CountsKeptSelections:
+    """Muri as it is, counting the full regroups that re-used the last selection."""
+
+    kept = 0
+
+    def _kept_running_selection(self, capacity):
+        found = super()._kept_running_selection(capacity)
+        self.kept += found is not None
+        return found
+
+
+class MuriSFresh(FreshSelection, MuriS):
+    pass
+
+
+class MuriLFresh(FreshSelection, MuriL):
+    pass
+
+
+class MuriSCountsKept(CountsKeptSelections, MuriS):
+    pass
+
+
+class MuriLCountsKept(CountsKeptSelections, MuriL):
+    pass
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("lending", [False, True])
+@pytest.mark.parametrize(("kept", "fresh", "params"), [
+    (MuriSCountsKept, MuriSFresh, {}),
+    (MuriLCountsKept, MuriLFresh, {"thresholds": "300,3000"}),
+])
+def test_kept_selections_decide_as_fresh_ones(kept, fresh, params, seed, lending):
+    jobs = random_muri_jobs(seed, count=90)
+    keeping = kept(**params)
+    assert outcome(keeping, jobs, lending) == outcome(fresh(**params), jobs, lending)
+    assert keeping.kept > 0  # the shortcut was taken
