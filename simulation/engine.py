@@ -29,10 +29,16 @@ from simulation.decisions import (
     Resize,
     SetShare,
 )
-from simulation.dlt_models import strong_scaling_throughput
+from simulation.engine_config import (
+    SCALING_MODES,
+    EngineConfig,
+    default_engine_config,
+    throughput_model,
+)
 from simulation.errors import InputError, InvalidDecision
 from simulation.metrics import RunRecord, RunResult, build_result
 from simulation.model import ClusterSpec, InferenceLoad, PoolKind, Workload
+from simulation.overhead import pause, resize_overhead
 from simulation.policies.base import Policy
 from simulation.reclaim import ReclaimStrategy, get_reclaim_strategy
 from simulation.state import WORK_TOLERANCE, ClusterState, JobState, JobStatus
@@ -40,7 +46,6 @@ from simulation.throughput import (
     ThroughputModel,
     imperfect_scaling,
     placement_speed,
-    scaling_curve,
 )
 from simulation.view import Clock, ClusterView
 
@@ -48,62 +53,6 @@ COMPLETION, LOAN, TICK = 0, 1, 3
 _MIN_WAKEUP = 1e-3  # a policy wakeup is never at the current instant (that would spin)
 _PROGRESS_CHECK_LOOPS = 1024  # how often the loop looks at the wall clock
 _PROGRESS_QUIET_SECONDS = 2.0  # longest wall time between two progress calls
-SCALING_MODES = ("none", "stop-free", "stop-resume")
-
-
-@dataclass(frozen=True, slots=True)
-class EngineConfig:
-    """Mechanism parameters of a run (policy parameters live on the policy).
-
-    `restart_overhead` (s) is paid by a preempted job when it starts again (63 s on Aryl's
-    testbed). Resizes pause every worker of the job for `scale_out_pause` / `scale_in_pause`
-    seconds and migrations for `migration_pause`. `prediction_error_share` of the jobs get a
-    running-time prediction off by up to ±`prediction_error_range` (Aryl Table 9).
-    `heterogeneous_efficiency` set: a job across GPU types runs at its GPU-weighted mean speed
-    times this factor (Aryl's 70 %) instead of its slowest GPU's; `elastic_step_loss` costs an
-    elastic job that share of throughput per worker past the middle of its range (Aryl §7.2).
-
-    `scaling_mode` selects the overhead model of a resize (EDL §4.2, §6.1). `none`: the plain
-    `scale_out_pause` / `scale_in_pause`. `stop-free`: on scale-out the existing workers keep
-    training at their old rate while the new ones prepare for `stop_free_prepare` s, then every
-    worker stops `stop_free_broadcast` s (< 1 s) for the model broadcast; scale-in is a graceful
-    exit with no stop. `stop-resume`: every worker stops `stop_resume_pause` s (30-60 s
-    measured) on every scale-in and scale-out. The GPU-seconds lost (new workers preparing,
-    stopped workers) accumulate in each job's `overhead_gpu_seconds`.
-
-    `cadence` says when the policy runs, the same rule for every policy so that a comparison
-    compares policies, not reaction times. `event` (default): at every instant where a job
-    arrives or completes or the inference side lends or reclaims, plus the times the policy's
-    own rules ask for (its `interval`: Gandiva's quantum, Muri's regroup, SIA's re-optimisation;
-    or `next_wakeup`: a Tiresias threshold, a Themis lease). A number `N`: every `N` seconds
-    and at no other time, for every policy (Muri's testbed ran all schedulers every 6 min, §6);
-    arrivals wait for the next round.
-
-    A policy's paper mechanisms (Aryl's reclaim strategy, EDL's stop-free scaling) are its
-    `Policy.engine_defaults`; `default_engine_config` applies them under these defaults.
-    """
-
-    restart_overhead: float = 63.0
-    scaling: str = "linear"  # default scaling curve, or "models" for the per-model table
-    cadence: str = "event"  # "event", or seconds between rounds for every policy (see above)
-    sample_interval: float | None = None  # None: about 2,000 rows over the trace span
-    scale_out_pause: float = 0.0
-    scale_in_pause: float = 0.0
-    migration_pause: float = 0.0
-    scaling_mode: str = "none"  # none | stop-free | stop-resume
-    stop_free_prepare: float = 30.0
-    stop_free_broadcast: float = 0.5
-    stop_resume_pause: float = 45.0
-    loan_interval: float = 300.0
-    loan_headroom: int = 0
-    reclaim_strategy: str = "scf"
-    prediction_error_share: float = 0.0
-    prediction_error_range: float = 0.25
-    heterogeneous_efficiency: float | None = None  # None: a mixed job runs at its slowest GPU
-    elastic_step_loss: float = 0.0  # Aryl §7.2 imperfect scaling: loss per step past midpoint
-    early_feedback_iterations: int = 100
-    max_time: float = math.inf
-    seed: int = 0
 
 
 @dataclass(slots=True)
@@ -146,20 +95,6 @@ class Sampler:
     def window(self) -> float:
         """Seconds integrated so far: from the first submission to the last event."""
         return self.last_time - self.start
-
-
-def default_engine_config(policy: Policy, **settings: object) -> EngineConfig:
-    """`EngineConfig` with `policy`'s own paper mechanisms (`Policy.engine_defaults`) in place
-    of the engine's defaults, then `settings` on top: what a run uses unless told otherwise."""
-    return EngineConfig(**{**policy.engine_defaults, **settings})  # type: ignore[arg-type]
-
-
-def throughput_model(setting: str) -> ThroughputModel:
-    """`models`: each known model's own curve (EDL Fig. 2 strong scaling, `dlt_models`);
-    otherwise one curve for every model, e.g. `linear` or `power:0.9`."""
-    if setting == "models":
-        return strong_scaling_throughput()
-    return ThroughputModel(default=scaling_curve(setting))
 
 
 class Simulation:
@@ -514,7 +449,7 @@ class Simulation:
             if job.first_start is None:
                 job.first_start = now
             elif self.config.restart_overhead > 0:
-                self._pause(job, now + self.config.restart_overhead)
+                pause(job, now, now + self.config.restart_overhead)
             self._reschedule_completion(job)
         elif isinstance(decision, Preempt):
             job = state.job(decision.job_id, status=JobStatus.RUNNING)
@@ -553,10 +488,11 @@ class Simulation:
             if isinstance(decision, Migrate):
                 job.migrations += 1
                 if self.config.migration_pause > 0:
-                    self._pause(job, now + self.config.migration_pause)
+                    pause(job, now, now + self.config.migration_pause)
             else:
                 job.scaling_ops += 1
-                self._scaling_overhead(job, new_gpus > old_gpus, old_gpus, training_rate)
+                resize_overhead(job, self.config, now, grew=new_gpus > old_gpus, old_gpus=old_gpus,
+                                training_rate=training_rate)
             self._reschedule_completion(job)
         elif isinstance(decision, SetShare):
             job = state.job(decision.job_id, status=JobStatus.RUNNING)
@@ -583,36 +519,6 @@ class Simulation:
         if now < job.paused_until:
             return 0.0
         return job.rate if job.cycle is None else job.rate * job.cycle.share_at(now)
-
-    def _scaling_overhead(
-        self, job: JobState, grew: bool, old_gpus: int, training_rate: float
-    ) -> None:
-        """Apply the configured overhead model (EngineConfig.scaling_mode) to one resize."""
-        config = self.config
-        now = self.clock.now
-        if config.scaling_mode == "stop-free":
-            if not grew:
-                return  # graceful exit: leavers finish their mini-batch, nobody stops
-            if job.join_at <= now:  # otherwise an earlier scale-out is still preparing
-                job.join_gpus = old_gpus
-                job.join_rate = training_rate
-            job.join_at = now + config.stop_free_prepare
-            resume = job.join_at + config.stop_free_broadcast
-            job.overhead_gpu_seconds += job.gpus * (resume - max(job.join_at, job.paused_until))
-            job.paused_until = max(job.paused_until, resume)
-            return
-        if config.scaling_mode == "stop-resume":
-            pause = config.stop_resume_pause
-        else:
-            pause = config.scale_out_pause if grew else config.scale_in_pause
-        if pause > 0:
-            self._pause(job, now + pause)
-
-    def _pause(self, job: JobState, until: float) -> None:
-        start = max(self.clock.now, job.paused_until)
-        if until > start:
-            job.overhead_gpu_seconds += (until - start) * job.gpus
-        job.paused_until = max(job.paused_until, until)
 
     def _settle(self, job: JobState, now: float) -> None:
         dt = now - job.last_update

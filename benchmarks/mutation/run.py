@@ -80,6 +80,8 @@ MODULES: dict[str, Module] = {
     "gandiva-elastic": Module("simulation/policies/gandiva_elastic.py", ARYL),
     "aryl": Module("simulation/policies/aryl.py", (*ARYL, f"{SIM}/test_decide.py")),
     "aryl-knapsack": Module("simulation/policies/aryl_knapsack.py", ARYL),
+    "aryl-placement": Module("simulation/policies/aryl_placement.py",
+                             (*ARYL, f"{SIM}/test_decide.py")),
     "gandiva": Module("simulation/policies/gandiva.py", (f"{SIM}/test_gandiva.py", RULES)),
     "gandiva-placement": Module("simulation/policies/gandiva_placement.py",
                                 (f"{SIM}/test_gandiva.py", RULES)),
@@ -113,6 +115,8 @@ MODULES: dict[str, Module] = {
     "metrics": Module("simulation/metrics.py",
                       (f"{SIM}/test_engine.py", f"{SIM}/test_metric_rules.py",
                        f"{SIM}/test_utilization.py")),
+    "overhead": Module("simulation/overhead.py",
+                       (f"{SIM}/test_scaling_overhead.py", f"{SIM}/test_elastic_tiresias.py")),
     "engine-blocking-index": Module(
         "simulation/engine.py", (f"{SIM}/test_engine.py", f"{SIM}/test_metric_rules.py"),
         only=("simulation.engine.xǁSimulationǁ_blocking_index__mutmut_*",
