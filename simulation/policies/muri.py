@@ -30,7 +30,7 @@ cuts restarts per job from 6.4 to 1.8 but raises mean JCT from 22.2 to 27.8 h, s
 frozen pairs interleave worse than a fresh matching (`benchmarks/README.md`); a comparison
 of policies keeps each paper's own rule, so `full` stays the default.
 `ties=keep` (default): among the Blossom matchings of maximum weight, the one keeping
-most running pairs together wins (`simulation.interleaving.max_weight_pairs`). Algorithm 1
+most running pairs together wins (`simulation.interleaving_grouping.max_weight_pairs`). Algorithm 1
 maximises total γ and says nothing of ties, which are frequent (jobs of one model have one
 profile); picking among them at random swapped partners between alike jobs at every
 regroup, and each swap restarts two groups. Measured (`benchmarks/README.md`): restarts per
@@ -63,7 +63,7 @@ from typing import ClassVar
 
 from simulation.decisions import Decision, Placement, Preempt
 from simulation.errors import InputError
-from simulation.interleaving import GroupingConfig
+from simulation.interleaving_grouping import GroupingConfig
 from simulation.policies.base import Param, Policy, register
 from simulation.policies.muri_grouping import MuriGrouping, group_overhead_factors
 from simulation.policies.muri_placement import MuriPlacement

@@ -1,6 +1,6 @@
 """Muri's grouping (Algorithm 1, lines 8–end) and the rates of grouped jobs.
 
-3. The selected jobs are grouped with `simulation.interleaving.multi_round_grouping`
+3. The selected jobs are grouped with `simulation.interleaving_grouping.multi_round_grouping`
    (Blossom matching, ⌈log2 k⌉ rounds, buckets by GPU count and GPU-type/pool constraints).
    With `grouping=demand` (default, as Muri's simulator) matched pairs merge only while the
    selected jobs want more GPUs than the cluster has: grouping slows each member, so jobs
@@ -38,16 +38,18 @@ import numpy as np
 
 from simulation.errors import InputError
 from simulation.interleaving import (
-    Bucket,
-    GroupingConfig,
-    MatchingMemo,
     group_iteration_time,
     iteration_time_for_ordering,
     job_profile,
-    multi_round_grouping,
     noisy_stages,
     pad_stages,
     solo_iteration_seconds,
+)
+from simulation.interleaving_grouping import (
+    Bucket,
+    GroupingConfig,
+    MatchingMemo,
+    multi_round_grouping,
 )
 from simulation.policies.muri_selection import BucketKey, bucket_key
 from simulation.state import JobStatus

@@ -15,16 +15,18 @@ import numpy as np
 import pytest
 
 from simulation.interleaving import (
-    Bucket,
-    GroupingConfig,
-    _merge_pipeline_periods,
     group_iteration_time,
     interleaving_efficiency,
     iteration_time_for_ordering,
-    max_weight_pairs,
-    multi_round_grouping,
     pad_stages,
     pipeline_period,
+)
+from simulation.interleaving_grouping import (
+    Bucket,
+    GroupingConfig,
+    _merge_pipeline_periods,
+    max_weight_pairs,
+    multi_round_grouping,
 )
 
 IO_BOUND = (0.9, 0.05, 0.05)

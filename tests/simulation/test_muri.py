@@ -9,14 +9,12 @@ from simulation.decisions import Slot
 from simulation.engine import EngineConfig, Simulation
 from simulation.errors import InputError
 from simulation.interleaving import (
-    Bucket,
-    GroupingConfig,
     group_iteration_time,
     interleaving_efficiency,
     model_profile,
-    multi_round_grouping,
     pad_stages,
 )
+from simulation.interleaving_grouping import Bucket, GroupingConfig, multi_round_grouping
 from simulation.model import (
     ClusterSpec,
     GpuType,

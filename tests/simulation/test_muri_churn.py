@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from simulation.engine import EngineConfig, Simulation
-from simulation.interleaving import GroupingConfig, max_weight_pairs
+from simulation.interleaving_grouping import GroupingConfig, max_weight_pairs
 from simulation.model import JobSpec, Workload
 from simulation.policies.base import create_policy
 from tests.simulation.test_muri import GPU_BOUND, IO_BOUND, _cluster, _job

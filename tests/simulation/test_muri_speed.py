@@ -17,7 +17,8 @@ import rustworkx as rx
 
 from simulation.decisions import Launch, Preempt
 from simulation.engine import EngineConfig, Simulation
-from simulation.interleaving import (
+from simulation.interleaving import pad_stages
+from simulation.interleaving_grouping import (
     Bucket,
     GroupingConfig,
     MergePeriods,
@@ -25,7 +26,6 @@ from simulation.interleaving import (
     _edge_weights,
     _remembered_edge_weights,
     max_weight_pairs,
-    pad_stages,
 )
 from simulation.model import JobSpec
 from simulation.policies.muri import MuriL, MuriS

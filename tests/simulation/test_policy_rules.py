@@ -17,12 +17,8 @@ import pytest
 
 from simulation.decisions import Launch, Preempt, Resize, SetShare, Slot
 from simulation.engine import EngineConfig, Simulation
-from simulation.interleaving import (
-    Bucket,
-    GroupingConfig,
-    interleaving_efficiency,
-    multi_round_grouping,
-)
+from simulation.interleaving import interleaving_efficiency
+from simulation.interleaving_grouping import Bucket, GroupingConfig, multi_round_grouping
 from simulation.model import ClusterSpec, GpuType, JobSpec, PoolKind, PoolSpec, ResourceProfile
 from simulation.policies.aryl_knapsack import FlexibleGroup
 from simulation.policies.base import create_policy

@@ -1,0 +1,472 @@
+"""Multi-resource interleaving, the grouping (Muri, SIGCOMM'22 Algorithm 1, §4.2).
+
+**Multi-round grouping** (Algorithm 1): nodes start as single jobs; each round builds a graph
+whose edge weights are the γ of merging two nodes, finds a maximum weighted matching with
+Edmonds' Blossom algorithm (rustworkx), and merges matched pairs; ⌈log2 k⌉ rounds give groups of
+up to k jobs. Only nodes of one bucket (same GPU count) are matched (§4.2). An edge exists
+only when the merged group would not exceed `max_group` jobs and interleaving beats running
+the members one after another: group time times the interleaving overhead of its size
+(`GroupingConfig.overhead`) < sum of solo iteration times, as Muri's simulator unpacks such
+groups (its default `autopack`, Rivendile/Muri@4e69a78 `simulator/run_sim.py:89,1097-1103`).
+The edge weight is Eq. 4's γ without the overhead. (Muri's simulator weighs edges with
+`calc_used_ratio`, `simulator/matching.py:599` and :177-183, whose iteration time carries the
+overhead, :169-174; its overhead-free `calc_weight`, :185, is commented out at :598. Both pick
+the same pairs when every merge a round considers makes groups of one size, as in the first
+round.) Blossom is O(V³): up to `exact_limit` nodes per bucket the graph is complete
+(exact); above it each node keeps edges to `sparse_degree` nodes of every
+class of similar jobs (resource shares rounded to tenths), chosen by rotation so that
+identical jobs do not all court the same partners. `blossom=False` (Figure 11's "without
+Blossom") pairs nodes in priority order instead (`_priority_pairs`). With a `MatchingMemo`,
+matchings are remembered by bucket and merge periods by the pair of stage blocks merged
+(`MergePeriods`): the same floats, computed once.
+
+The group iteration time and γ each edge weighs are `simulation.interleaving`'s model.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import rustworkx as rx
+
+from simulation.interleaving import (
+    PIPELINE_SLOTS,
+    PIPELINE_STAGES,
+    is_pipeline_group,
+    pipeline_orderings,
+    pipeline_recursion,
+    shift_assignments,
+)
+
+
+@dataclass(slots=True)
+class Bucket:
+    """Jobs that may share GPUs with each other (same GPU count and constraints).
+
+    `stages[i]` is job i's (believed) stage row, padded to the k resource types, and
+    `solo[i]` its own iteration time; `ranks[i]` its position in the priority order (lower
+    first); `groupable[i]` is False for a job that must run alone. `stage_counts[i]` is how
+    many stages job i's profile has before padding (None: k for every job), which picks the
+    timing model of each merge (`is_pipeline_group`).
+    """
+
+    gpus: int
+    stages: np.ndarray
+    solo: np.ndarray
+    ranks: list[int]
+    groupable: list[bool]
+    stage_counts: list[int] | None = None
+    # `running_group[i]`: the group job i runs in now (-1: none); among equally heavy
+    # matchings Blossom keeps such groups together (`max_weight_pairs`). None: no preference.
+    running_group: list[int] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class GroupingConfig:
+    max_group: int = 4
+    weight_floor: float = 0.0  # an edge needs γ > floor × (jobs in merged group) / k
+    # Iteration-time factor for groups of 2, 3, ... jobs (the last repeats); () = none.
+    overhead: tuple[float, ...] = ()
+    exact_limit: int = 64
+    sparse_degree: int = 2
+    worst_ordering: bool = False
+    blossom: bool = True  # False: Figure 11's "without Blossom" (`_priority_pairs`)
+
+    def overhead_for(self, jobs: int) -> float:
+        if jobs <= 1 or not self.overhead:
+            return 1.0
+        return self.overhead[min(jobs - 2, len(self.overhead) - 1)]
+
+
+def _merge_periods(a: np.ndarray, b: np.ndarray, worst: bool) -> np.ndarray:
+    """Best-ordering period of every union of a group in `a` with one in `b`.
+
+    `a` is (na, p, k) and `b` (nb, q, k): stage rows of groups of p and q jobs. Returns
+    (na, nb), enumerating shift assignments with numpy over all pairs at once.
+    """
+    k = a.shape[2]
+    p, q = a.shape[1], b.shape[1]
+    rolled_a = np.stack([np.roll(a, -s, axis=2) for s in range(k)])  # (k, na, p, k)
+    rolled_b = np.stack([np.roll(b, -s, axis=2) for s in range(k)])
+    best = np.full((a.shape[0], b.shape[0]), -np.inf if worst else np.inf)
+    for shifts in shift_assignments(p + q, k):
+        ma = rolled_a[shifts[0], :, 0, :]
+        for i in range(1, p):
+            ma = np.maximum(ma, rolled_a[shifts[i], :, i, :])
+        mb = rolled_b[shifts[p], :, 0, :]
+        for i in range(1, q):
+            mb = np.maximum(mb, rolled_b[shifts[p + i], :, i, :])
+        period = np.maximum(ma[:, None, :], mb[None, :, :]).sum(axis=2)
+        best = np.maximum(best, period) if worst else np.minimum(best, period)
+    return best
+
+
+def _merge_pipeline_periods(a: np.ndarray, b: np.ndarray, worst: bool) -> np.ndarray:
+    """`_merge_periods` under the pipeline model: `a` is (na, p, 3) and `b` (nb, q, 3).
+
+    Every ordering is one slice of a leading axis, an empty slot a row of -inf, so the
+    recursion runs once per merge rather than once per ordering (its cost is per call)."""
+    p = a.shape[1]
+    orderings = pipeline_orderings(p + b.shape[1])
+    shape = (len(orderings), a.shape[0], b.shape[0], PIPELINE_STAGES)
+    occupants = [np.full(shape, -np.inf) for _ in range(PIPELINE_SLOTS)]
+    for index, slots in enumerate(orderings):
+        for job, slot in enumerate(slots):
+            occupants[slot][index] = a[:, job, None, :] if job < p else b[None, :, job - p, :]
+    periods = pipeline_recursion(occupants)
+    return periods.max(axis=0) if worst else periods.min(axis=0)
+
+
+def _distinct_merge_periods(a: np.ndarray, b: np.ndarray, pipeline: bool, worst: bool
+                            ) -> np.ndarray:
+    """`_merge_periods` (or `_merge_pipeline_periods`) of every group in `a` with every one
+    in `b`, computed once per distinct pair of stage blocks and spread to all pairs.
+
+    Jobs of one model share a profile, so a bucket of hundreds of jobs holds a few dozen
+    distinct groups (44 (GPU count, profile) pairs in muri_trace1's 1,494 jobs): the
+    orderings are enumerated over those, not over every pair (issue #16).
+    """
+    unique_a, of_a = np.unique(a.reshape(len(a), -1), axis=0, return_inverse=True)
+    unique_b, of_b = np.unique(b.reshape(len(b), -1), axis=0, return_inverse=True)
+    unique_a = unique_a.reshape(-1, *a.shape[1:])
+    unique_b = unique_b.reshape(-1, *b.shape[1:])
+    if pipeline:
+        period = _merge_pipeline_periods(unique_a[..., :PIPELINE_STAGES],
+                                         unique_b[..., :PIPELINE_STAGES], worst)
+    else:
+        period = _merge_periods(unique_a, unique_b, worst)
+    return period[np.ix_(of_a.reshape(-1), of_b.reshape(-1))]
+
+
+def _edge_weights(
+    bucket: Bucket, groups: list[list[int]], config: GroupingConfig
+) -> np.ndarray:
+    """γ of merging each pair of groups (Eq. 4), or 0 where the merge is not allowed."""
+    n = len(groups)
+    k = bucket.stages.shape[1]
+    weights = np.zeros((n, n))
+    busy = np.array([bucket.stages[g].sum() for g in groups])
+    solo = np.array([bucket.solo[g].sum() for g in groups])
+    open_ = np.array([all(bucket.groupable[i] for i in g) for g in groups])
+    counts = bucket.stage_counts or [k] * len(bucket.solo)
+    by_kind: dict[tuple[int, bool], list[int]] = {}  # (size, pipeline model) -> nodes
+    for node, group in enumerate(groups):
+        if open_[node]:
+            pipeline = is_pipeline_group((counts[i] for i in group), k)
+            by_kind.setdefault((len(group), pipeline), []).append(node)
+    for (p, pipeline_a), nodes_a in by_kind.items():
+        for (q, pipeline_b), nodes_b in by_kind.items():
+            if (p, pipeline_a) > (q, pipeline_b) or p + q > config.max_group or p + q > k:
+                continue
+            a = np.stack([bucket.stages[groups[i]] for i in nodes_a])
+            b = np.stack([bucket.stages[groups[i]] for i in nodes_b])
+            period = _distinct_merge_periods(a, b, pipeline_a and pipeline_b,
+                                             config.worst_ordering)
+            _add_merges(weights, config, k, p + q, nodes_a, nodes_b, period, busy, solo)
+    np.fill_diagonal(weights, 0.0)
+    return weights
+
+
+def _add_merges(weights: np.ndarray, config: GroupingConfig, k: int, size: int,
+                nodes_a: Sequence[int] | np.ndarray, nodes_b: Sequence[int] | np.ndarray,
+                period: np.ndarray, busy: np.ndarray, solo: np.ndarray) -> None:
+    """Raise `weights` between `nodes_a` and `nodes_b` (both ways) to γ of each merge into
+    `size` jobs with the given periods, where the merge is allowed."""
+    ia, ib = np.ix_(nodes_a, nodes_b)
+    gamma = (busy[ia] + busy[ib]) / (k * np.maximum(period, 1e-12))
+    useful = period * config.overhead_for(size) < solo[ia] + solo[ib]
+    useful &= gamma > config.weight_floor * size / k
+    block = np.where(useful, gamma, 0.0)
+    weights[ia, ib] = np.maximum(weights[ia, ib], block)
+    tb, ta = np.ix_(nodes_b, nodes_a)
+    weights[tb, ta] = np.maximum(weights[tb, ta], block.T)
+
+
+class MergePeriods:
+    """Merge periods (`_distinct_merge_periods`) remembered by the two stage blocks merged.
+
+    The same few dozen stage blocks (jobs of one model share a profile) meet round after
+    round, so once they have met a matching's merge periods are look-ups instead of the
+    orderings' enumeration (issue #16). A remembered period is the float recomputing gives:
+    numpy's element-wise maxima, its sums over a row's k stages and its minima over the
+    orderings give each pair of blocks the same value whatever else is in the batch
+    (`tests/simulation/test_muri_speed.py`). At most `size` periods are kept (all are
+    dropped when full).
+    """
+
+    def __init__(self, size: int = 1_000_000) -> None:
+        self._size = size
+        self._known: dict[tuple[bytes, bytes, bool, bool], float] = {}
+
+    def between(self, a: np.ndarray, b: np.ndarray, pipeline: bool, worst: bool
+                ) -> np.ndarray:
+        """`_distinct_merge_periods(a, b, pipeline, worst)`: a is (na, p, k), b (nb, q, k)."""
+        keys_a, distinct_a, of_a = _distinct_blocks(a)
+        keys_b, distinct_b, of_b = _distinct_blocks(b)
+        known = self._known
+        try:
+            table = np.array([[known[x, y, pipeline, worst] for y in keys_b] for x in keys_a])
+        except KeyError:
+            if pipeline:
+                table = _merge_pipeline_periods(distinct_a[..., :PIPELINE_STAGES],
+                                                distinct_b[..., :PIPELINE_STAGES], worst)
+            else:
+                table = _merge_periods(distinct_a, distinct_b, worst)
+            if len(known) + table.size > self._size:
+                known.clear()
+            for x, row in zip(keys_a, table.tolist(), strict=True):
+                for y, period in zip(keys_b, row, strict=True):
+                    known[x, y, pipeline, worst] = period
+        return table[np.ix_(of_a, of_b)]
+
+
+def _distinct_blocks(blocks: np.ndarray) -> tuple[list[bytes], np.ndarray, np.ndarray]:
+    """The distinct (p, k) blocks of `blocks` (n, p, k): their bytes, the blocks, and for
+    each block the index of its distinct one."""
+    flat = np.ascontiguousarray(blocks.reshape(len(blocks), -1))
+    rows = flat.view(np.dtype((np.void, flat.shape[1] * flat.itemsize))).reshape(-1)
+    _, first, of = np.unique(rows, return_index=True, return_inverse=True)
+    return [rows[i].tobytes() for i in first.tolist()], blocks[first], of.reshape(-1)
+
+
+def _by_size(groups: list[list[int]]) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Groups of each size: their indices in `groups` and their members, (n, size)."""
+    by_size: dict[int, list[int]] = {}
+    for node, group in enumerate(groups):
+        by_size.setdefault(len(group), []).append(node)
+    return [(np.array(nodes), np.array([groups[i] for i in nodes]))
+            for nodes in by_size.values()]
+
+
+def _remembered_edge_weights(bucket: Bucket, groups: list[list[int]], config: GroupingConfig,
+                             periods: MergePeriods) -> np.ndarray:
+    """`_edge_weights`, to the bit, with its merge periods from `periods` and its per-group
+    sums taken over all groups of one size at once (a row's sum adds its elements in the
+    order the sum of the group's own block does)."""
+    n = len(groups)
+    k = bucket.stages.shape[1]
+    weights = np.zeros((n, n))
+    busy = np.empty(n)
+    solo = np.empty(n)
+    groupable = np.asarray(bucket.groupable, dtype=bool)
+    counts = np.asarray(bucket.stage_counts or [k] * len(bucket.solo))
+    kinds: list[tuple[int, bool, np.ndarray, np.ndarray]] = []  # (p, pipeline, nodes, members)
+    for at, members in _by_size(groups):
+        p = members.shape[1]
+        busy[at] = bucket.stages[members].reshape(len(at), -1).sum(axis=1)
+        solo[at] = bucket.solo[members].sum(axis=1)
+        open_ = groupable[members].all(axis=1)
+        pipeline = (counts[members] == PIPELINE_STAGES).all(axis=1)
+        if k != PIPELINE_SLOTS:
+            pipeline[:] = False
+        for flag in (False, True):
+            chosen = open_ & (pipeline == flag)
+            if chosen.any():
+                kinds.append((p, flag, at[chosen], members[chosen]))
+    for p, pipeline_a, nodes_a, members_a in kinds:
+        for q, pipeline_b, nodes_b, members_b in kinds:
+            if (p, pipeline_a) > (q, pipeline_b) or p + q > config.max_group or p + q > k:
+                continue
+            period = periods.between(bucket.stages[members_a], bucket.stages[members_b],
+                                     pipeline_a and pipeline_b, config.worst_ordering)
+            _add_merges(weights, config, k, p + q, nodes_a, nodes_b, period, busy, solo)
+    np.fill_diagonal(weights, 0.0)
+    return weights
+
+
+def _sparse_mask(signatures: np.ndarray, degree: int) -> np.ndarray:
+    """Each node's edges to `degree` nodes of every signature class, chosen by rotation.
+
+    Nodes with the same signature interleave alike, so a few partners per class keep the
+    choices Blossom needs while spreading them: node u courts class members u, u+1, ...
+    (mod the class size) rather than every node courting the same few.
+    """
+    n = signatures.shape[0]
+    _, classes = np.unique(signatures, axis=0, return_inverse=True)
+    classes = classes.reshape(-1)
+    mask = np.zeros((n, n), dtype=bool)
+    offsets = np.arange(n)[:, None] + np.arange(degree)[None, :]
+    for cls in range(int(classes.max()) + 1):
+        members = np.flatnonzero(classes == cls)
+        cols = members[offsets % len(members)]
+        np.put_along_axis(mask, cols, True, axis=1)
+    return mask | mask.T
+
+
+def max_weight_pairs(
+    weights: np.ndarray, config: GroupingConfig, signatures: np.ndarray | None = None,
+    together: np.ndarray | None = None,
+) -> list[tuple[int, int]]:
+    """Blossom maximum weighted matching over the positive entries of `weights`.
+
+    Above `config.exact_limit` nodes only edges kept by `_sparse_mask` over `signatures`
+    (rows that say how a node uses each resource) enter the graph. `together` (n × n) marks
+    pairs that run together now: among the matchings of maximum weight (γ in thousandths),
+    the one keeping most of them wins, as each such edge gains less than 1 / (n + 1) of a
+    thousandth; Algorithm 1's objective is unchanged, only its ties (issue #16: otherwise
+    jobs of one model swap partners from round to round, and each swap restarts a group).
+    """
+    n = weights.shape[0]
+    if n < 2:
+        return []
+    keep = weights > 0
+    if n > config.exact_limit and signatures is not None:
+        keep &= _sparse_mask(signatures, config.sparse_degree)
+    us, vs = np.nonzero(np.triu(keep, 1))
+    if len(us) == 0:
+        return []
+    # Edmonds' blossom algorithm as rustworkx implements it (a Rust port of the networkx
+    # one this used before, ~50x faster; issue #16). Nodes enter in the order networkx put
+    # them, by first edge, so that equal-weight choices mostly fall the same way.
+    # Edge weights are γ in thousandths, rounded half to even (numpy's as Python's round).
+    ends = np.stack([us, vs], axis=1).reshape(-1)
+    nodes, first = np.unique(ends, return_index=True)
+    order = nodes[np.argsort(first)]
+    index = np.empty(n, dtype=np.int64)
+    index[order] = np.arange(len(order))
+    weight = np.rint(weights[us, vs] * 1000).astype(np.int64)
+    if together is not None:
+        weight = weight * (n + 1) + together[us, vs]
+    edges = np.stack([index[us], index[vs], weight], axis=1)
+    graph = rx.PyGraph(multigraph=False)
+    graph.add_nodes_from(order.tolist())
+    graph.add_edges_from(list(map(tuple, edges.tolist())))
+    matching = rx.max_weight_matching(graph, weight_fn=int)
+    order = order.tolist()
+    return sorted((min(order[a], order[b]), max(order[a], order[b])) for a, b in matching)
+
+
+def _signatures(bucket: Bucket, groups: list[list[int]]) -> np.ndarray:
+    """Per group: its share of busy time on each resource, rounded to tenths."""
+    totals = np.empty((len(groups), bucket.stages.shape[1]))
+    for nodes, members in _by_size(groups):  # a group's rows summed in order, as one by one
+        totals[nodes] = bucket.stages[members].sum(axis=1)
+    shares = totals / np.maximum(totals.sum(axis=1, keepdims=True), 1e-12)
+    return np.round(shares * 10).astype(np.int64)
+
+
+class MatchingMemo:
+    """A bucket's matched pairs (with their weights) by everything that decides them.
+
+    Blossom is most of a Muri round's cost, and consecutive rounds often match the same
+    jobs: a bucket whose selected jobs did not change while another bucket's did, or the
+    same groups again in the next matching round. The key holds the bucket's believed
+    stages, solo times, groupability, stage counts and current groups, so a hit returns
+    exactly what recomputing would. At most `size` entries are kept (all are dropped when
+    full, as a run's rounds move on and rarely come back).
+    """
+
+    def __init__(self, size: int = 1024) -> None:
+        self._size = size
+        self._pairs: dict[tuple, list[tuple[int, int, float]]] = {}
+        self.periods = MergePeriods()
+
+    def pairs(self, bucket: Bucket, groups: list[list[int]], config: GroupingConfig
+              ) -> list[tuple[int, int, float]]:
+        """`max_weight_pairs` over `bucket`'s `groups`, each pair with its edge weight."""
+        key = (bucket.stages.shape, bucket.stages.tobytes(), bucket.solo.tobytes(),
+               tuple(bucket.groupable), tuple(bucket.stage_counts or ()),
+               None if bucket.running_group is None else tuple(bucket.running_group),
+               tuple(map(tuple, groups)), config)
+        found = self._pairs.get(key)
+        if found is None:
+            found = _matched_pairs(bucket, groups, config, self.periods)
+            if len(self._pairs) >= self._size:
+                self._pairs.clear()
+            self._pairs[key] = found
+        return found
+
+
+def _matched_pairs(bucket: Bucket, groups: list[list[int]], config: GroupingConfig,
+                   periods: MergePeriods | None = None) -> list[tuple[int, int, float]]:
+    """Blossom's pairs over `_edge_weights` (its merge periods from `periods` if given)."""
+    if periods is None:
+        weights = _edge_weights(bucket, groups, config)
+    else:
+        weights = _remembered_edge_weights(bucket, groups, config, periods)
+    signatures = _signatures(bucket, groups) if len(groups) > config.exact_limit else None
+    kept = _running_together(bucket, groups)
+    return [(u, v, weights[u, v])
+            for u, v in max_weight_pairs(weights, config, signatures, kept)]
+
+
+def _running_together(bucket: Bucket, groups: list[list[int]]) -> np.ndarray | None:
+    """Which pairs of `groups` run together now (all members in one running group)."""
+    if bucket.running_group is None:
+        return None
+    running = bucket.running_group
+    token = np.array([running[g[0]] if all(running[i] == running[g[0]] for i in g) else -1
+                      for g in groups])
+    return (token[:, None] == token[None, :]) & (token[:, None] >= 0)
+
+
+def _priority_pairs(bucket: Bucket, groups: list[list[int]], config: GroupingConfig
+                    ) -> list[tuple[int, int, float]]:
+    """Muri §6.4's "without Blossom": groups paired in descending priority, each with the
+    next one that still fits k jobs, all of weight 0 so merges follow priority alone."""
+    order = sorted(range(len(groups)), key=lambda g: min(bucket.ranks[j] for j in groups[g]))
+    pairs = []
+    waiting: int | None = None
+    for g in order:
+        if waiting is None:
+            waiting = g
+        elif len(groups[waiting]) + len(groups[g]) <= config.max_group:
+            pairs.append((waiting, g, 0.0))
+            waiting = None
+        else:
+            waiting = g
+    return pairs
+
+
+def multi_round_grouping(
+    buckets: Sequence[Bucket], config: GroupingConfig, *, excess_gpus: float = math.inf,
+    memo: MatchingMemo | None = None, initial: Sequence[list[list[int]]] | None = None,
+) -> list[list[list[int]]]:
+    """Algorithm 1 over every bucket; per bucket, groups as lists of job indices.
+
+    Each round's matched pairs merge in order of falling γ (ties: the better-ranked job
+    first) while `excess_gpus` — the GPUs the selected jobs want beyond the cluster — is
+    positive; `math.inf` merges every matched pair, as Algorithm 1 reads. `memo` keeps
+    matchings from earlier calls. `initial` (per bucket, every job in exactly one group,
+    each group in rank order) starts the rounds from groups already formed instead of
+    singletons: they may grow but never split (Muri's sticky regrouping).
+    """
+    if initial is None:
+        groups = [[[i] for i in range(len(b.solo))] for b in buckets]
+    else:
+        groups = [[list(g) for g in bucket_groups] for bucket_groups in initial]
+    rounds = max(1, math.ceil(math.log2(max(config.max_group, 2))))
+    for _ in range(rounds):
+        if excess_gpus <= 0:
+            break
+        candidates: list[tuple[float, int, int, int, int]] = []
+        for index, bucket in enumerate(buckets):
+            nodes = groups[index]
+            if len(nodes) < 2:
+                continue
+            if not config.blossom:
+                pairs = _priority_pairs(bucket, nodes, config)
+            elif memo is not None:
+                pairs = memo.pairs(bucket, nodes, config)
+            else:
+                pairs = _matched_pairs(bucket, nodes, config)
+            for u, v, weight in pairs:
+                best_rank = min(bucket.ranks[j] for j in (*nodes[u], *nodes[v]))
+                candidates.append((-weight, best_rank, index, u, v))
+        if not candidates:
+            break
+        candidates.sort()
+        merged: dict[int, set[int]] = {}
+        for _, _, index, u, v in candidates:
+            if excess_gpus <= 0:
+                break
+            nodes = groups[index]
+            nodes[u] = sorted(nodes[u] + nodes[v], key=lambda j: buckets[index].ranks[j])
+            merged.setdefault(index, set()).add(v)
+            excess_gpus -= buckets[index].gpus
+        for index, gone in merged.items():
+            groups[index] = [g for i, g in enumerate(groups[index]) if i not in gone]
+    return groups
