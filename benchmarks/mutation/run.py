@@ -74,6 +74,8 @@ MODULES: dict[str, Module] = {
     "elastic-tiresias": Module("simulation/policies/elastic_tiresias.py",
                                (f"{SIM}/test_elastic_tiresias.py", RULES)),
     "themis": Module("simulation/policies/themis.py", (f"{SIM}/test_themis_antman.py", RULES)),
+    "themis-leases": Module("simulation/policies/themis_leases.py",
+                            (f"{SIM}/test_themis_leases.py", f"{SIM}/test_themis_equivalence.py")),
     "antman": Module("simulation/policies/antman.py", (f"{SIM}/test_themis_antman.py", RULES)),
     "afs": Module("simulation/policies/afs.py", ARYL),
     "pollux-lite": Module("simulation/policies/pollux_lite.py", ARYL),
