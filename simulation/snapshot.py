@@ -72,12 +72,6 @@ class Snapshot:
     jobs: tuple[SnapshotJob, ...]
     now: float
 
-    def pool_of(self, server_id: str) -> SnapshotPool:
-        for pool in self.spec.pools:
-            if server_id in pool.ids:  # type: ignore[attr-defined]
-                return pool  # type: ignore[return-value]
-        raise KeyError(server_id)
-
 
 def _fail(path: str, message: str) -> InputError:
     return InputError(message, source=SOURCE, field=path)

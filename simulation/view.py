@@ -136,11 +136,6 @@ class JobView:
                 return job.run_seconds + elapsed
         return job.run_seconds
 
-    @property
-    def done_fraction(self) -> float:
-        duration = self._job.spec.duration
-        return 1.0 - self.remaining_work / duration if duration > 0 else 1.0
-
 
 class ServerView:
     __slots__ = ("_server",)

@@ -24,7 +24,7 @@ from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
-from django.db.models import Count, Exists, F, OuterRef, Q, Sum
+from django.db.models import Count, Exists, F, OuterRef, Q
 from django.utils import timezone
 
 from planner.clusters.models import Cluster, ClusterKind, PoolKind, Server, ServerStatus
@@ -285,13 +285,6 @@ def _server_statuses_refresh(*, server_ids: list[int]) -> None:
         pool__kind=PoolKind.INFERENCE).exclude(status=ServerStatus.OFFLINE)
     own.filter(hosting).exclude(status=ServerStatus.BUSY).update(status=ServerStatus.BUSY)
     own.filter(~hosting).exclude(status=ServerStatus.IDLE).update(status=ServerStatus.IDLE)
-
-
-def cluster_gpus_assigned(*, cluster: Cluster) -> dict[str, int]:
-    """GPUs assigned per server name (for invariant checks and pages)."""
-    rows = Placement.objects.filter(server__pool__cluster=cluster).values(
-        "server__name").annotate(gpus=Sum("gpus"))
-    return {row["server__name"]: row["gpus"] for row in rows}
 
 
 # --- idempotency -----------------------------------------------------------------------------
