@@ -4,7 +4,9 @@ over the evaluated jobs only), and WillJobsArrive trained on a 3-week history, s
 the week after (Table 10 style, plus ROC AUC: 0.5 means the features carry no signal).
 
 Run: .venv/bin/python benchmarks/bench_sia.py [--arrivals poisson|closed-loop]
-(closed-loop: SIA §3's users with a daily and weekly rhythm, `simulation/workloads/sia.py`)
+    [--mix alike|varied|table12]
+(closed-loop: SIA §3's users with a daily and weekly rhythm; varied: queues that differ as
+§6.1's and Table 12's do; `simulation/workloads/sia.py`)
 """
 
 from __future__ import annotations
@@ -20,7 +22,12 @@ from simulation.metrics import speedups  # noqa: E402
 from simulation.policies.sia.common import queue_quotas, virtual_start_times  # noqa: E402
 from simulation.predictors.arrivals import DAY, WillJobsArrive, pool_histories  # noqa: E402
 from simulation.runner import run_simulation  # noqa: E402
-from simulation.workloads.sia import SiaSetup, generate_sia_workload, sia_cluster  # noqa: E402
+from simulation.workloads.sia import (  # noqa: E402
+    QUEUE_MIXES,
+    SiaSetup,
+    generate_sia_workload,
+    sia_cluster,
+)
 
 RUNS = (
     ("ssf", {}),
@@ -34,9 +41,9 @@ RUNS = (
 )
 
 
-def bench_policies(arrivals: str, seed: int = 0) -> None:
-    setup = SiaSetup(queues=4, days=3.0, arrivals=arrivals)
-    cluster = sia_cluster(setup)
+def bench_policies(arrivals: str, mix: str, seed: int = 0) -> None:
+    setup = SiaSetup(queues=4, days=3.0, arrivals=arrivals, queue_mix=mix)
+    cluster = sia_cluster(setup, seed)
     workload = generate_sia_workload(setup, seed=seed)
     started = time.perf_counter()
     base = run_simulation(cluster, workload, "fcfs-pools", seed=seed)
@@ -67,10 +74,11 @@ HISTORY_RUNS = (
 )
 
 
-def bench_history(arrivals: str, seed: int = 0, history_days: float = 21.0,
+def bench_history(arrivals: str, mix: str, seed: int = 0, history_days: float = 21.0,
                   days: float = 3.0) -> None:
-    setup = SiaSetup(queues=4, days=history_days + days, arrivals=arrivals)
-    cluster = sia_cluster(setup)
+    setup = SiaSetup(queues=4, days=history_days + days, arrivals=arrivals,
+                     queue_mix=mix)
+    cluster = sia_cluster(setup, seed)
     workload = generate_sia_workload(setup, seed=seed)
     split = history_days * DAY
 
@@ -96,10 +104,10 @@ def bench_history(arrivals: str, seed: int = 0, history_days: float = 21.0,
               f"{stats['slowdown_minutes_total']:>13.0f}{stats['slowdown_minutes_max']:>13.0f}")
 
 
-def bench_predictor(arrivals: str, seed: int = 0) -> None:
-    setup = SiaSetup(queues=4, days=28.0, arrivals=arrivals)
+def bench_predictor(arrivals: str, mix: str, seed: int = 0) -> None:
+    setup = SiaSetup(queues=4, days=28.0, arrivals=arrivals, queue_mix=mix)
     workload = generate_sia_workload(setup, seed=seed)
-    starts = virtual_start_times(workload.jobs, queue_quotas(sia_cluster(setup)))
+    starts = virtual_start_times(workload.jobs, queue_quotas(sia_cluster(setup, seed)))
     split = 21 * DAY
     history = pool_histories(workload.jobs, starts, until=split)
     started = time.perf_counter()
@@ -121,10 +129,12 @@ def bench_predictor(arrivals: str, seed: int = 0) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--arrivals", choices=("poisson", "closed-loop"), default="poisson")
+    parser.add_argument("--mix", choices=QUEUE_MIXES, default="alike",
+                        help="how the queues differ (SiaSetup.queue_mix)")
     parser.add_argument("--only", choices=("policies", "history", "predictor"))
     args = parser.parse_args()
-    print(f"arrivals: {args.arrivals}")
+    print(f"arrivals: {args.arrivals}, queues: {args.mix}")
     for name, bench in (("policies", bench_policies), ("history", bench_history),
                         ("predictor", bench_predictor)):
         if args.only in (None, name):
-            bench(args.arrivals)
+            bench(args.arrivals, args.mix)

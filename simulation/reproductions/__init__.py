@@ -41,7 +41,7 @@ PAPERS: dict[str, Paper] = {
                   "Figures 9-10 on the four Philly traces, Figure 11 on trace 3"),
     "sia": Paper("simulation.reproductions.sia",
                  "SIA: anticipatory resource allocation for ML training",
-                 "Table 10 and the headline speedups on closed-loop users"),
+                 "Tables 10 and 12, the headline speedups and Figure 16 on closed-loop users"),
 }
 
 

@@ -19,6 +19,20 @@
 Every concern draws from its own generator spawned from one SeedSequence, so the same
 spec and seed give the same jobs on any machine.
 
+`queue_mix` says how the queues differ (issue #16). "alike" (default): every queue draws
+from A.1's distributions above with `gpus_per_queue` GPUs, the synthetic setup of SIA's
+Figure 5. "varied": SIA §6.1 picks each queue "independently at random from the traces",
+so queues differ, as Table 12's four do (median widths 1, 8, 1, 4; median durations 86,
+1,340, 2 and 1,280 minutes; quotas 3, 16, 2, 8). Each queue draws a median width uniformly
+from 1, 2, 4, 8 and a median duration log-uniformly in [2, 1,340] minutes (Table 12's
+range); its widths weigh 0.7 on the median and 0.1 on each other size, its durations are
+A.1's bimodal law scaled to the median, and its quota is `gpus_per_queue` or two of its
+median jobs, whichever is more (Table 12's quotas hold 2-3 median jobs); a burst's jobs are
+drawn from the queue's widths until one does not fit its total (`_burst_widths`). A median
+is of the experiments users draw: users of short experiments come back sooner, so a long
+queue's jobs have a somewhat lower median. "table12": Table 12's four queues themselves,
+with its loads (0.48, 0.63, 0.67, 0.65) instead of draws.
+
 `arrivals="closed-loop"` replaces the Poisson bursts with SIA §3's users (issue #16: with
 memoryless arrivals WillJobsArrive has nothing to learn, ROC AUC 0.5). Each queue has
 `users` users, or by default as many as its load needs: full-time users are added until
@@ -52,6 +66,37 @@ WIDTH_WEIGHTS = np.array([0.7, 0.1, 0.15, 0.05])
 SHORT_MINUTES = (math.sqrt(10.0), 100.0)
 LONG_MINUTES = (100.0, 1000.0)
 LONG_SHARE = 0.2
+# A.1's median duration: the short mode holds 0.8 of the mass, so the median is 0.5 / 0.8
+# of the way through it.
+A1_MEDIAN_MINUTES = SHORT_MINUTES[0] + 0.5 / (1 - LONG_SHARE) * (SHORT_MINUTES[1]
+                                                                 - SHORT_MINUTES[0])
+VARIED_MEDIAN_MINUTES = (2.0, 1340.0)  # Table 12's shortest and longest queue medians
+QUEUE_MIXES = ("alike", "varied", "table12")
+
+
+@dataclass(frozen=True, slots=True)
+class QueueProfile:
+    """What one queue's jobs look like (module docstring, `queue_mix`)."""
+
+    quota: int  # GPUs
+    width_weights: tuple[float, ...] = tuple(WIDTH_WEIGHTS)  # of widths 1, 2, 4, 8
+    median_minutes: float = A1_MEDIAN_MINUTES
+    load: float | None = None  # None: drawn from `SiaSetup.load_range`
+    fill_burst: bool = True  # A.1: a burst's widths add up to its total (`_burst_widths`)
+
+    @property
+    def duration_scale(self) -> float:
+        """The factor on A.1's bimodal durations that gives this queue's median."""
+        return self.median_minutes / A1_MEDIAN_MINUTES
+
+
+def _centred_weights(median_width: int) -> tuple[float, ...]:
+    return tuple(0.7 if width == median_width else 0.1 for width in WIDTHS)
+
+
+# Table 12: (median width, median minutes, quota, load) of its four queues.
+TABLE_12_QUEUES = ((1, 86.0, 3, 0.48), (8, 1340.0, 16, 0.63), (1, 2.0, 2, 0.67),
+                   (4, 1280.0, 8, 0.65))
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +112,7 @@ class SiaSetup:
     repeat_experiment: float = 0.5
     experiment_sigma: float = 0.25
     arrivals: str = "poisson"  # or "closed-loop" (module docstring)
+    queue_mix: str = "alike"  # or "varied", "table12" (module docstring)
     users: int | None = None  # closed loop: users per queue; None: sized to the queue's load
     think_minutes: float = 30.0
     workday: tuple[float, float] = (9.0, 19.0)  # hours of a weekday users submit in
@@ -77,37 +123,71 @@ def queue_names(setup: SiaSetup) -> list[str]:
     return [f"q{i}" for i in range(1, setup.queues + 1)]
 
 
-def sia_cluster(setup: SiaSetup) -> ClusterSpec:
-    """One physical cluster split into `queues` quota pools of `gpus_per_queue` GPUs."""
-    servers = max(1, math.ceil(setup.gpus_per_queue / setup.gpus_per_server))
-    per_server = min(setup.gpus_per_server, setup.gpus_per_queue)
-    pools = tuple(
-        PoolSpec(name, PoolKind.QUOTA, "V100", servers, per_server,
-                 quota_gpus=setup.gpus_per_queue)
-        for name in queue_names(setup)
-    )
-    return ClusterSpec(f"sia-{setup.queues}q", {"V100": GpuType("V100", 1.0, 32.0)}, pools)
+def queue_profiles(setup: SiaSetup, seed: int = 0) -> list[QueueProfile]:
+    """Each queue's profile under `setup.queue_mix`; "varied" draws them from `seed`."""
+    if setup.queue_mix == "alike":
+        return [QueueProfile(setup.gpus_per_queue)] * setup.queues
+    if setup.queue_mix == "table12":
+        if setup.queues != len(TABLE_12_QUEUES):
+            raise ValueError(f"queue_mix 'table12' has {len(TABLE_12_QUEUES)} queues, "
+                             f"not {setup.queues}")
+        return [QueueProfile(quota, _centred_weights(width), minutes, load, fill_burst=False)
+                for width, minutes, quota, load in TABLE_12_QUEUES]
+    if setup.queue_mix != "varied":
+        raise ValueError(f"queue_mix must be one of {', '.join(QUEUE_MIXES)}, "
+                         f"got {setup.queue_mix!r}")
+    rng = np.random.default_rng(np.random.SeedSequence(seed).spawn(6)[5])
+    low, high = np.log(VARIED_MEDIAN_MINUTES)
+    profiles = []
+    for _ in range(setup.queues):
+        width = int(rng.choice(WIDTHS))
+        minutes = float(np.exp(rng.uniform(low, high)))
+        profiles.append(QueueProfile(max(setup.gpus_per_queue, 2 * width),
+                                     _centred_weights(width), minutes, fill_burst=False))
+    return profiles
 
 
-def _bimodal_seconds(rng: np.random.Generator, n: int) -> np.ndarray:
+def sia_cluster(setup: SiaSetup, seed: int = 0) -> ClusterSpec:
+    """One physical cluster split into `queues` quota pools, each of its profile's quota:
+    servers of `gpus_per_server` GPUs (a smaller quota is one server of that many)."""
+    pools = []
+    for name, profile in zip(queue_names(setup), queue_profiles(setup, seed), strict=True):
+        servers = max(1, math.ceil(profile.quota / setup.gpus_per_server))
+        per_server = min(setup.gpus_per_server, profile.quota)
+        pools.append(PoolSpec(name, PoolKind.QUOTA, "V100", servers, per_server,
+                              quota_gpus=profile.quota))
+    return ClusterSpec(f"sia-{setup.queues}q", {"V100": GpuType("V100", 1.0, 32.0)},
+                       tuple(pools))
+
+
+def _bimodal_seconds(rng: np.random.Generator, n: int, scale: float = 1.0) -> np.ndarray:
     long = rng.random(n) < LONG_SHARE
     short = rng.uniform(*SHORT_MINUTES, n)
     longer = rng.uniform(*LONG_MINUTES, n)
-    return np.where(long, longer, short) * 60.0
+    return np.where(long, longer, short) * (60.0 * scale)
 
 
-def _mean_burst_gpu_seconds(quota: int) -> float:
+def _mean_burst_gpu_seconds(profile: QueueProfile) -> float:
     mean_minutes = (1 - LONG_SHARE) * sum(SHORT_MINUTES) / 2 + LONG_SHARE * sum(LONG_MINUTES) / 2
-    return (1 + quota) / 2 * mean_minutes * 60.0
+    return (1 + profile.quota) / 2 * mean_minutes * profile.duration_scale * 60.0
 
 
-def _burst_widths(total: int, quota: int, rng: np.random.Generator) -> list[int]:
+def _burst_widths(total: int, profile: QueueProfile, rng: np.random.Generator) -> list[int]:
+    """The widths of a burst's jobs. A.1's (`fill_burst`): drawn among the sizes that still
+    fit until they add up to `total`. Otherwise drawn from the queue's weights until one does
+    not fit (the first always goes in): filling the rest with small jobs would make a queue
+    of 8-GPU jobs mostly 1-GPU."""
     widths: list[int] = []
     remaining = total
+    weights = np.array(profile.width_weights) * (WIDTHS <= profile.quota)
     while remaining > 0:
-        fit = WIDTHS <= min(remaining, quota)
-        weights = WIDTH_WEIGHTS * fit
-        width = int(rng.choice(WIDTHS, p=weights / weights.sum()))
+        if profile.fill_burst:
+            fit = weights * (WIDTHS <= remaining)
+            width = int(rng.choice(WIDTHS, p=fit / fit.sum()))
+        else:
+            width = int(rng.choice(WIDTHS, p=weights / weights.sum()))
+            if width > remaining and widths:
+                break
         widths.append(width)
         remaining -= width
     return widths
@@ -128,18 +208,17 @@ def working_time(t: float, setup: SiaSetup, rng: np.random.Generator) -> float:
     return day * DAY + start * 3600 + rng.uniform(0.0, 3600.0)
 
 
-def _user_bursts(setup: SiaSetup, horizon: float, rng: np.random.Generator
-                 ) -> list[tuple[float, int, list[int], list[float]]]:
+def _user_bursts(setup: SiaSetup, profile: QueueProfile, horizon: float,
+                 rng: np.random.Generator) -> list[tuple[float, int, list[int], list[float]]]:
     """One closed-loop user's bursts: (submit time, experiment number, widths, seconds)."""
-    quota = setup.gpus_per_queue
     bursts = []
     experiment, base = 0, 0.0
     t = working_time(rng.uniform(0.0, DAY), setup, rng)
     while t < horizon:
         if experiment == 0 or rng.random() >= setup.repeat_experiment:
             experiment += 1
-            base = float(_bimodal_seconds(rng, 1)[0])
-        widths = _burst_widths(int(rng.integers(1, quota + 1)), quota, rng)
+            base = float(_bimodal_seconds(rng, 1, profile.duration_scale)[0])
+        widths = _burst_widths(int(rng.integers(1, profile.quota + 1)), profile, rng)
         seconds = [max(60.0, base * float(f))
                    for f in np.exp(rng.normal(0.0, setup.experiment_sigma, len(widths)))]
         bursts.append((t, experiment, widths, seconds))
@@ -148,17 +227,17 @@ def _user_bursts(setup: SiaSetup, horizon: float, rng: np.random.Generator
     return bursts
 
 
-def _closed_loop_jobs(name: str, load: float, setup: SiaSetup, horizon: float,
-                      rng: np.random.Generator) -> list[JobSpec]:
+def _closed_loop_jobs(name: str, load: float, profile: QueueProfile, setup: SiaSetup,
+                      horizon: float, rng: np.random.Generator) -> list[JobSpec]:
     """A queue's jobs from its users (module docstring); ids `<queue>-<n>`."""
-    target = load * setup.gpus_per_queue * horizon  # GPU-seconds the queue's load asks for
+    target = load * profile.quota * horizon  # GPU-seconds the queue's load asks for
     rows = []
     total = 0.0
     user = 0
     while (setup.users is None and total < target) or (setup.users is not None
                                                          and user < setup.users):
         user += 1
-        bursts = _user_bursts(setup, horizon, rng)
+        bursts = _user_bursts(setup, profile, horizon, rng)
         work = sum(w * s for _, _, widths, secs in bursts
                    for w, s in zip(widths, secs, strict=True))
         part_time = setup.users is None and total + work > target and work > 0
@@ -185,20 +264,22 @@ def generate_sia_workload(setup: SiaSetup = SiaSetup(), seed: int = 0) -> Worklo
         np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(5)
     )
     horizon = setup.days * DAY
-    quota = setup.gpus_per_queue
-    loads = loads_rng.uniform(*setup.load_range, setup.queues)
+    profiles = queue_profiles(setup, seed)
+    drawn = loads_rng.uniform(*setup.load_range, setup.queues)
+    loads = [float(d) if p.load is None else p.load for d, p in zip(drawn, profiles, strict=True)]
+    queues = list(zip(queue_names(setup), loads, profiles, strict=True))
     jobs: list[JobSpec] = []
     if setup.arrivals == "closed-loop":
-        for name, load in zip(queue_names(setup), loads, strict=True):
-            jobs += [job for job in _closed_loop_jobs(name, float(load), setup, horizon,
+        for name, load, profile in queues:
+            jobs += [job for job in _closed_loop_jobs(name, load, profile, setup, horizon,
                                                       arrivals_rng) if job.submit_time < horizon]
         jobs.sort(key=lambda j: (j.submit_time, j.job_id))
         return Workload(tuple(jobs), source=f"sia-generator(closed-loop, seed={seed})",
                         format="sia")
     if setup.arrivals != "poisson":
         raise ValueError(f"arrivals must be poisson or closed-loop, got {setup.arrivals!r}")
-    for name, load in zip(queue_names(setup), loads, strict=True):
-        rate = load * quota / _mean_burst_gpu_seconds(quota)  # bursts per second
+    for name, load, profile in queues:
+        rate = load * profile.quota / _mean_burst_gpu_seconds(profile)  # bursts per second
         t = arrivals_rng.exponential(1 / rate)
         experiment = 0
         base = 0.0
@@ -206,9 +287,9 @@ def generate_sia_workload(setup: SiaSetup = SiaSetup(), seed: int = 0) -> Worklo
         while t < horizon:
             if experiment == 0 or tags_rng.random() >= setup.repeat_experiment:
                 experiment += 1
-                base = float(_bimodal_seconds(durations_rng, 1)[0])
-            total = int(widths_rng.integers(1, quota + 1))
-            widths = _burst_widths(total, quota, widths_rng)
+                base = float(_bimodal_seconds(durations_rng, 1, profile.duration_scale)[0])
+            widths = _burst_widths(int(widths_rng.integers(1, profile.quota + 1)), profile,
+                                   widths_rng)
             offsets = np.sort(arrivals_rng.uniform(0, setup.burst_spread_seconds, len(widths)))
             factors = np.exp(durations_rng.normal(0.0, setup.experiment_sigma, len(widths)))
             for width, offset, factor in zip(widths, offsets, factors, strict=True):

@@ -17,8 +17,15 @@ from simulation.policies.sia.common import (
 from simulation.predictors.arrivals import DAY, WillJobsArrive, pool_histories
 from simulation.runner import run_simulation
 from simulation.workloads.sia import (
+    A1_MEDIAN_MINUTES,
+    TABLE_12_QUEUES,
+    WIDTHS,
+    QueueProfile,
     SiaSetup,
+    _burst_widths,
     generate_sia_workload,
+    queue_names,
+    queue_profiles,
     sia_cluster,
     working_time,
 )
@@ -275,3 +282,50 @@ def test_closed_loop_crowd_meets_each_queues_load() -> None:
     for queue in ("q1", "q2", "q3"):
         work = sum(j.num_gpus * j.duration for j in w.jobs if j.pool == queue)
         assert work / capacity == pytest.approx(0.8, rel=0.05)
+
+
+def test_a1_median_duration_is_five_eighths_into_the_short_mode():
+    # 0.8 of the mass is uniform on [sqrt(10), 100]: the median is 0.5 / 0.8 of the way.
+    assert A1_MEDIAN_MINUTES == pytest.approx(10 ** 0.5 + 0.625 * (100 - 10 ** 0.5))
+    assert QueueProfile(8, median_minutes=2 * A1_MEDIAN_MINUTES).duration_scale == 2.0
+
+
+def test_burst_widths_stop_at_the_first_job_that_does_not_fit():
+    rng = np.random.default_rng(0)
+    eights = QueueProfile(16, width_weights=(0.0, 0.0, 0.0, 1.0), fill_burst=False)
+    assert _burst_widths(12, eights, rng) == [8]  # a second 8 does not fit the 4 left
+    assert _burst_widths(16, eights, rng) == [8, 8]
+    assert _burst_widths(3, eights, rng) == [8]  # the first job always goes in
+    ones = QueueProfile(8, width_weights=(1.0, 0.0, 0.0, 0.0))  # A.1's filling
+    assert _burst_widths(5, ones, rng) == [1] * 5
+
+
+def test_table12_mix_has_the_papers_queues():
+    setup = SiaSetup(queues=4, days=8.0, arrivals="closed-loop", queue_mix="table12")
+    quotas = [pool.quota_gpus for pool in sia_cluster(setup).pools]
+    assert quotas == [3, 16, 2, 8]
+    jobs = generate_sia_workload(setup, seed=0).jobs
+    for queue, (width, _minutes, quota, load) in zip(queue_names(setup), TABLE_12_QUEUES,
+                                                    strict=True):
+        mine = [j for j in jobs if j.pool == queue]
+        assert max(j.num_gpus for j in mine) <= quota
+        assert np.median([j.num_gpus for j in mine]) == width
+        if len(mine) >= 100:  # a queue of a few day-long bursts meets its load only roughly
+            gpu_seconds = sum(j.num_gpus * j.duration for j in mine)
+            assert gpu_seconds / (quota * 8 * DAY) == pytest.approx(load, rel=0.1)
+    short = [j.duration / MIN for j in jobs if j.pool == "q3"]
+    assert np.median(short) == pytest.approx(2.0, rel=0.1)  # Table 12's 2-minute queue
+
+
+def test_varied_mix_draws_each_queue_from_the_seed():
+    setup = SiaSetup(queues=6, queue_mix="varied")
+    profiles = queue_profiles(setup, seed=4)
+    assert profiles == queue_profiles(setup, seed=4)
+    assert profiles != queue_profiles(setup, seed=5)
+    for profile in profiles:
+        width = int(WIDTHS[int(np.argmax(profile.width_weights))])
+        assert profile.quota == max(8, 2 * width)
+        assert 2.0 <= profile.median_minutes <= 1340.0 and not profile.fill_burst
+    assert queue_profiles(SiaSetup(queues=3), seed=4) == [QueueProfile(8)] * 3
+    with pytest.raises(ValueError, match="table12' has 4 queues"):
+        queue_profiles(SiaSetup(queues=3, queue_mix="table12"))
