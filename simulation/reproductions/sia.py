@@ -98,11 +98,12 @@ def table10_rows(progress: Progress) -> list[Row]:
         ours = scores[minutes]
         note = ""
         if minutes == 5.0:
-            note = ("Our 5-minute window is hard: 5 % of samples see an arrival, and a burst "
-                    "follows its user's last results by a random think time.")
+            note = ("Our 5-minute window is hard: few samples see an arrival (the detail's "
+                    "share), and a burst follows its user's last results by a random think "
+                    "time.")
         if minutes == 720.0:
-            note = ("Our users keep every queue busy through a working day: 70 % of 12-hour "
-                    "windows see an arrival, which makes this window easy.")
+            note = ("Our users keep most queues busy through a working day: most 12-hour "
+                    "windows see an arrival (the detail's share), which makes this window easy.")
         rows.append(Row(
             "Table 10", f"F-score, {minutes:g}-minute window", f_score, ours.f_score,
             f"precision {precision}, recall {recall}",
