@@ -4,7 +4,10 @@ Issue #22's targets, on this 2-core machine: every policy on the full Philly tra
 (`pollux_philly.csv`, 82,247 jobs) at 60 × 8 GPUs in ≤ 30 s, with events/s within 2× of the
 uncontended run (300 × 8), and peak memory ≤ 2 GB at 200k jobs. The sweep makes growth
 visible: cluster size (servers of 8 GPUs) × trace length (the first N jobs of the trace; the
-200k case repeats the trace, each copy shifted by the trace's span). Each case runs in a
+200k case repeats the trace, each copy shifted by the trace's span). `ops/CPU s` counts events
+plus the decisions the policy made on them, per CPU second: under contention a preemptive
+policy answers an event with several decisions (a preemption and a relaunch), work that the
+uncontended run never does. Each case runs in a
 fresh process, so its peak RSS is its own; a case over `--timeout` is killed and shown as
 ">T". Policies needing per-job profiles (muri-s, muri-l) get them from the trace's model
 column where it has one; Philly has none, so every job there runs ungrouped (see the note of
@@ -70,6 +73,9 @@ def one_case(policy: str, servers: int, jobs: int, queue) -> None:
         "cpu": cpu,
         "events": summary["events"],
         "eps": summary["events"] / wall if wall else 0.0,
+        "decisions": summary["decisions"],
+        # events and the decisions they led to, per CPU second: comparable under load
+        "ops": (summary["events"] + summary["decisions"]) / cpu if cpu else 0.0,
         "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         "preemptions": summary["preemptions"],
         "jct": summary["jct"]["mean"],
@@ -103,7 +109,8 @@ def main() -> None:
     servers = [int(s) for s in ("40,60,100,300" if args.sweep else args.servers).split(",")]
     lengths = [int(n) for n in ("5000,20000,82247" if args.sweep else args.jobs).split(",")]
     print(f"{'policy':<17} {'servers':>7} {'jobs':>7} {'wall s':>8} {'CPU s':>8} {'events':>9} "
-          f"{'events/s':>9} {'peak MB':>8} {'preempt':>8} {'mean JCT s':>11} {'util':>6}",
+          f"{'events/s':>9} {'decisions':>9} {'ops/CPU s':>9} {'peak MB':>8} {'preempt':>8} "
+          f"{'mean JCT s':>11} {'util':>6}",
           flush=True)
     for policy in args.policies.split(","):
         for n in lengths:
@@ -114,7 +121,8 @@ def main() -> None:
                     continue
                 print(f"{policy:<17} {size:>7} {n:>7} {row['wall']:>8.1f} {row['cpu']:>8.1f} "
                       f"{row['events']:>9} "
-                      f"{row['eps']:>9.0f} {row['peak_mb']:>8.0f} {row['preemptions']:>8} "
+                      f"{row['eps']:>9.0f} {row['decisions']:>9} {row['ops']:>9.0f} "
+                      f"{row['peak_mb']:>8.0f} {row['preemptions']:>8} "
                       f"{row['jct']:>11.0f} {row['util']:>6.3f}", flush=True)
 
 
