@@ -10,8 +10,9 @@ policy answers an event with several decisions (a preemption and a relaunch), wo
 uncontended run never does. Each case runs in a
 fresh process, so its peak RSS is its own; a case over `--timeout` is killed and shown as
 ">T". Policies needing per-job profiles (muri-s, muri-l) get them from the trace's model
-column where it has one; Philly has none, so every job there runs ungrouped (see the note of
-issue #22).
+column; Philly has none, so for them every job gets a model of Muri's Table 1 set, drawn as
+Muri's authors did for their Philly traces (`simulation.workloads.model_mix.with_models`);
+the other policies run the trace as it is.
 
     .venv/bin/python benchmarks/bench_scale.py                       # the issue's table
     .venv/bin/python benchmarks/bench_scale.py --servers 60 --jobs 82247 --policies srtf
@@ -34,6 +35,7 @@ sys.path.insert(0, str(REPO))
 
 POLICIES = ("fifo", "sjf", "srtf", "srsf", "tiresias", "elastic-tiresias", "themis", "antman",
             "gandiva", "muri-s", "muri-l")
+MODEL_POLICIES = ("muri-s", "muri-l")  # they interleave only jobs with a model profile
 
 
 def philly_jobs(count: int):
@@ -64,6 +66,10 @@ def one_case(policy: str, servers: int, jobs: int, queue) -> None:
     from simulation.runner import run_simulation
 
     workload = philly_jobs(jobs)
+    if policy in MODEL_POLICIES:
+        from simulation.workloads.model_mix import with_models
+
+        workload = with_models(workload)
     started, cpu_started = time.perf_counter(), time.process_time()
     result = run_simulation(training_cluster(servers), workload, policy)
     wall, cpu = time.perf_counter() - started, time.process_time() - cpu_started
