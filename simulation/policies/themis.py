@@ -51,9 +51,10 @@ from them with the same float operations as `finish_time_fairness`: in numpy, or
 when few jobs wait. Lease ends sit in a heap (`Leases`, fed by the allocation log), so a round
 touches only the leases that end; an auction that no waiting job fits (the holders win back
 unopposed) ranks nobody. Between auctions only the waiting jobs that fit the free
-GPUs are ranked; an auction orders its bidders piece by piece (`worst_first_in_pieces`), as the
-greedy walk (`greedy_keep`) usually ends early. Equal ρ are ordered by submission and job id
-exactly as the definition.
+GPUs are ranked. An auction finds its bidders with one partition (`least_fair`) and sorts in
+Python only the bidders that fit its GPUs, band by band of ρ (`bands`), as the greedy walk
+(`walk`) usually ends after a few. Equal ρ are ordered by submission and job id exactly as the
+definition.
 """
 
 from __future__ import annotations
@@ -201,46 +202,59 @@ def worst_first(rho: np.ndarray, submit: np.ndarray, job_id: Callable[[int], str
     return order
 
 
-def worst_first_in_pieces(rho: np.ndarray, submit: np.ndarray, job_id: Callable[[int], str],
-                          first: int) -> Iterator[np.ndarray]:
-    """`worst_first` of all rows, in consecutive pieces: about `first` rows (more when ρ ties
-    at the cut), then twice as many each time. A walk that needs only the front of the order
-    pays a partition, not a sort, for the rest."""
-    rest = np.arange(len(rho))
+def bands(values: np.ndarray, index: np.ndarray, first: int) -> Iterator[np.ndarray]:
+    """`index` (rows of `values`) cut into bands of decreasing value: about the `first` rows
+    with the largest values (more when values tie at the cut: a band never splits a tie), then
+    twice as many each time. A walk that needs only the front of an order pays a partition,
+    not a sort, for the rest."""
+    rest = index
     size = max(1, first)
     while len(rest) > size:
-        values = rho[rest]
-        cut = -np.partition(-values, size - 1)[size - 1]
-        front = values >= cut  # every row tied with the cut: the piece is a prefix
-        yield worst_first(rho, submit, job_id, rest[front])
+        part = values[rest]
+        cut = np.partition(part, len(part) - size)[len(part) - size]  # the size-th largest
+        front = part >= cut
+        yield rest[front]
         rest = rest[~front]
         size *= 2
     if len(rest):
-        yield worst_first(rho, submit, job_id, rest)
+        yield rest
 
 
-def greedy_keep(need: np.ndarray, budget: int) -> tuple[np.ndarray, int]:
-    """Which jobs `preemptive_schedule`'s walk keeps, given each one's GPUs in walk order
-    (0 for a non-preemptible running job, kept anyway), and the budget left: a job is kept if
-    it fits what the jobs kept before it left, and the walk ends when nothing is left. Runs of
-    jobs that fit together are taken in one step, then the next job that fits is found by one
-    comparison."""
-    kept = np.zeros(len(need), dtype=bool)
-    pos = 0
-    while pos < len(need) and budget > 0:
-        together = np.cumsum(need[pos:])
-        fit = int(np.searchsorted(together, budget, side="right"))
-        if fit:
-            kept[pos:pos + fit] = True
-            budget -= int(together[fit - 1])
-            pos += fit
-        if pos >= len(need) or budget <= 0:
+def worst_first_in_pieces(rho: np.ndarray, submit: np.ndarray, job_id: Callable[[int], str],
+                          first: int) -> Iterator[np.ndarray]:
+    """`worst_first` of all rows, in consecutive pieces (`bands` of ρ)."""
+    for band in bands(rho, np.arange(len(rho)), first):
+        yield worst_first(rho, submit, job_id, band)
+
+
+def least_fair(rho: np.ndarray, submit: np.ndarray, job_id: Callable[[int], str], count: int
+               ) -> np.ndarray:
+    """Which rows are the `count` first in Themis order (-ρ, submit time, job id): every row
+    above the count-th largest ρ, and of the rows tied with it the first by submit time, then
+    job id. One partition; a Python sort only when ρ ties across the cut."""
+    if count >= len(rho):
+        return np.ones(len(rho), dtype=bool)
+    cut = np.partition(rho, len(rho) - count)[len(rho) - count]
+    chosen = rho >= cut
+    surplus = int(np.count_nonzero(chosen)) - count
+    if surplus:
+        tied = sorted(np.flatnonzero(rho == cut).tolist(), key=lambda i: (submit[i], job_id(i)))
+        chosen[tied[len(tied) - surplus:]] = False
+    return chosen
+
+
+def walk(entries: Iterable[tuple[int, int]], budget: int) -> tuple[list[int], int]:
+    """The auction's greedy walk over (row, GPUs) in order: a job wins if it fits what the
+    winners before it left, and the walk ends when nothing is left. Returns the winners and
+    the budget left."""
+    won = []
+    for row, gpus in entries:
+        if budget <= 0:
             break
-        later = np.flatnonzero(need[pos + 1:] <= budget)  # need[pos] does not fit
-        if not len(later):
-            break
-        pos += 1 + int(later[0])
-    return kept, budget
+        if gpus <= budget:
+            won.append(row)
+            budget -= gpus
+    return won, budget
 
 
 def auction_participants(contenders: int, fairness_knob: float) -> int:
@@ -286,7 +300,6 @@ class Themis(Policy):
     def schedule(self, view: ClusterView) -> Iterator[Decision]:
         if not view.queue:
             return
-        self._waiting.sync(view)
         ending = self._leases.ending(view)
         if ending:
             yield from self._granting(view, self._auction(view, ending))
@@ -305,11 +318,11 @@ class Themis(Policy):
         preempted."""
         if not view.queue:
             return
-        self._waiting.sync(view)  # an auction in this round may have started or stopped jobs
         free = sum(view.free_gpus(pool.name) for pool in view.spec.pools)
         smallest = view.smallest_queued_gpus()
         if free <= 0 or free < smallest:
             return  # no waiting job fits
+        self._waiting.sync(view)  # an auction in this round may have started or stopped jobs
         # A job asking more than is free now cannot start this round, so it is not ranked.
         if len(view.queue) <= _FEW_WAITING:
             ordered: Iterable[JobView] = self._few_in_order(view, free)
@@ -346,6 +359,16 @@ class Themis(Policy):
         return (views[fits[i]] for piece in pieces for i in piece.tolist())
 
     @staticmethod
+    def _in_order(rho: np.ndarray, submit: np.ndarray, need: np.ndarray,
+                  job_id: Callable[[int], str], index: np.ndarray) -> Iterator[tuple[int, int]]:
+        """(row, GPUs) of the rows `index`, worst ρ first as `sorted` orders (-ρ, submit time,
+        job id): a Python sort, cheaper than numpy's for the few rows an auction walks."""
+        rows = index.tolist()
+        ranked = sorted(zip((-rho[index]).tolist(), submit[index].tolist(), map(job_id, rows),
+                            rows, need[index].tolist(), strict=True))
+        return ((entry[3], entry[4]) for entry in ranked)
+
+    @staticmethod
     def _share_gpus(view: ClusterView) -> float:
         """G/N: the GPUs of a job's equal share of the cluster (`finish_time_fairness`)."""
         return training_capacity(view) / max(1, len(view.running) + len(view.queue))
@@ -372,6 +395,7 @@ class Themis(Policy):
             for job in offered:  # no waiting job fits: every holder wins back unopposed
                 leases.grant(job.job_id, now)
             return
+        self._waiting.sync(view)
         rows = self._waiting.rows
         first = len(rows)
         contenders, capacity = len(running) + len(view.queue), training_capacity(view)
@@ -387,29 +411,24 @@ class Themis(Policy):
         def job_id(i: int) -> str:
             return ids[i] if i < first else offered[i - first].job_id
 
-        bidders = auction_participants(len(rho), self.fairness_fraction)
+        bid = least_fair(rho, submit, job_id,
+                         auction_participants(len(rho), self.fairness_fraction))
         won: list[int] = []
-        bid = np.zeros(len(rho), dtype=bool)
-        walked = 0
-        for piece in worst_first_in_pieces(rho, submit, job_id, budget + 16):
-            piece = piece[:bidders - walked]
-            bid[piece] = True
-            kept, budget = greedy_keep(need[piece], budget)
-            won += piece[kept].tolist()
-            walked += len(piece)
-            if budget <= 0 or walked >= bidders:
+        for band in bands(rho, np.flatnonzero(bid & (need <= budget)), budget + 16):
+            won_here, budget = walk(self._in_order(rho, submit, need, job_id, band), budget)
+            won += won_here
+            if budget <= 0:
                 break
         if budget > 0:  # leftover: first the jobs whose leases end keep what they hold
             holders = np.flatnonzero(~bid[first:]) + first
-            order = worst_first(rho, submit, job_id, holders)
-            kept, budget = greedy_keep(need[order], budget)
-            won += order[kept].tolist()
+            won_here, budget = walk(self._in_order(rho, submit, need, job_id, holders), budget)
+            won += won_here
         if budget > 0:  # then waiting jobs that fit, in seeded random order
             fitting = sorted(np.flatnonzero(~bid[:first] & (need[:first] <= budget)).tolist(),
                              key=job_id)  # shuffled from job id order: rows move on drops
             self.rng.shuffle(fitting)
-            kept, budget = greedy_keep(need[fitting], budget)
-            won += np.array(fitting, dtype=np.intp)[kept].tolist()
+            won_here, budget = walk(((i, int(need[i])) for i in fitting), budget)
+            won += won_here
         kept_offered = {i - first for i in won if i >= first}
         for index, job in enumerate(offered):
             if index in kept_offered:

@@ -7,9 +7,10 @@ end, greedily; then the jobs whose leases end keep what they hold, in the same o
 waiting jobs that fit take the rest in seeded random order (shuffled from job id order).
 Between lease ends the waiting jobs take free GPUs in ρ order (`launch_in_order`). The
 policy computes ρ from per-job values kept across rounds (`Waiting`), in numpy or, for few
-waiting jobs, in Python, and walks the order in numpy (`greedy_keep`). On contended random
-workloads with equal submit times and durations (so ρ ties), non-preemptible jobs and short
-leases, every job's start, end and preemption count must equal the definition's.
+waiting jobs, in Python, and finds an auction's bidders by a partition (`least_fair`). On
+contended random workloads with equal submit times and durations (so ρ ties), non-preemptible
+jobs and short leases, every job's start, end and preemption count must equal the
+definition's.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from simulation.policies.themis import (
     Waiting,
     auction_participants,
     finish_time_fairness,
-    greedy_keep,
+    least_fair,
     worst_first_in_pieces,
 )
 from simulation.view import ClusterView, JobView
@@ -188,30 +189,6 @@ def test_waiting_rows_follow_the_logs():
     assert checked > 50
 
 
-@pytest.mark.parametrize("seed", range(30))
-def test_greedy_keep_is_the_walk(seed):
-    """`greedy_keep` keeps what `preemptive_schedule`'s loop keeps: fit what is left, stop
-    when nothing is."""
-    rng = random.Random(seed)
-    need = np.array([rng.choice((0, 1, 1, 2, 4, 8)) for _ in range(rng.randrange(0, 40))])
-    budget = rng.randrange(-2, 60)
-    kept, left = [], budget
-    for gpus in need:
-        if left <= 0:
-            break
-        if gpus <= left:
-            left -= gpus
-            kept.append(True)
-        else:
-            kept.append(False)
-    kept += [False] * (len(need) - len(kept))
-    got, left_over = greedy_keep(need, budget)
-    assert left_over == left
-    # 0 GPUs stands for a non-preemptible job, kept whatever the walk says
-    assert [bool(k) for k, g in zip(got, need, strict=True) if g] == [
-        w for w, g in zip(kept, need, strict=True) if g]
-
-
 @pytest.mark.parametrize("seed", range(20))
 def test_pieces_make_the_sorted_order(seed):
     """The pieces of `worst_first_in_pieces`, joined, are the order `sorted` gives by
@@ -224,3 +201,18 @@ def test_pieces_make_the_sorted_order(seed):
     expected = sorted(range(count), key=lambda i: (-rho[i], submit[i], ids[i]))
     pieces = list(worst_first_in_pieces(rho, submit, ids.__getitem__, rng.randrange(1, 20)))
     assert [i for piece in pieces for i in piece.tolist()] == expected
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_least_fair_are_the_first_in_order(seed):
+    """`least_fair` marks exactly the first `count` rows of the order `sorted` gives by
+    (-ρ, submit time, job id), however many ρ tie across the cut."""
+    rng = random.Random(seed)
+    count = rng.randrange(1, 60)
+    rho = np.array([rng.choice((0.5, 1.0, math.inf, rng.random())) for _ in range(count)])
+    submit = np.array([float(rng.randrange(4)) for _ in range(count)])
+    ids = [f"j{rng.randrange(100)}-{i}" for i in range(count)]
+    order = sorted(range(count), key=lambda i: (-rho[i], submit[i], ids[i]))
+    for bidders in (1, rng.randrange(1, count + 1), count, count + 3):
+        chosen = least_fair(rho, submit, ids.__getitem__, bidders)
+        assert sorted(np.flatnonzero(chosen).tolist()) == sorted(order[:bidders])
