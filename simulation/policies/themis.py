@@ -85,12 +85,22 @@ def current_rate(view: ClusterView, job: JobView) -> float:
     return view.throughput.rate(spec.model, spec.num_gpus, job.gpus, speed) * job.share
 
 
+def share_gpus(view: ClusterView) -> float:
+    """G/N: the GPUs of a job's equal share of the cluster (`finish_time_fairness`)."""
+    return training_capacity(view) / max(1, len(view.running) + len(view.queue))
+
+
+def independent_time(duration: float, gpus: float, share: float) -> float:
+    """T_independent as `finish_time_fairness` computes it."""
+    return duration * max(1.0, gpus / share)
+
+
 def finish_time_fairness(view: ClusterView, job: JobView, contenders: int, capacity: int
                          ) -> float:
     """ρ = T_shared / T_independent (Themis §3.2) with the module's simplifications."""
     spec = job.spec
-    share_gpus = capacity / max(1, contenders)
-    independent = job.predicted_duration * max(1.0, spec.num_gpus / share_gpus)
+    independent = independent_time(job.predicted_duration, spec.num_gpus,
+                                   capacity / max(1, contenders))
     rate = current_rate(view, job)
     remaining = remaining_seconds(job) / rate if rate > 0 else math.inf
     shared = view.now - job.submit_time + remaining
@@ -138,24 +148,33 @@ class Rows:
         return self._data[index, : len(self.ids)]
 
 
-# Columns of `Waiting.rows`. LEFT: a waiting job's remaining seconds at its requested rate.
-SUBMIT, DURATION, GPUS, LEFT = range(4)
+# Columns of `Waiting.rows`. LEFT: a waiting job's remaining seconds at its requested rate;
+# INDEPENDENT: its T_independent at the current share of the cluster.
+SUBMIT, DURATION, GPUS, LEFT, INDEPENDENT = range(5)
 
 
 class Waiting:
     """The waiting jobs, each with what its ρ needs that changes only when it enters the
     queue, kept from the engine's queue and allocation logs: in numpy columns (`rows`), and as
-    Python tuples (`jobs`), cheaper to rank than arrays when few jobs wait."""
+    Python tuples (`jobs`), cheaper to rank than arrays when few jobs wait. T_independent
+    changes only with the cluster's share (arrivals and completions, not the lease ends that
+    make most rounds), so its column is recomputed only then."""
 
     def __init__(self) -> None:
         self._view: ClusterView | None = None
 
     def sync(self, view: ClusterView) -> None:
         if view is not self._view:  # a new run or snapshot: read the logs from the start
-            self._view, self._queued, self._moved = view, 0, 0
-            self.rows = Rows(4)
+            self._view, self._queued, self._moved, self._share = view, 0, 0, math.nan
+            self.rows = Rows(5)
             # job id -> (submit time, predicted duration, GPUs, LEFT, job)
             self.jobs: dict[str, tuple[float, float, int, float, JobView]] = {}
+        share = share_gpus(view)
+        if share != self._share:
+            self._share = share
+            rows = self.rows
+            rows.column(INDEPENDENT)[:] = rows.column(DURATION) * np.maximum(
+                1.0, rows.column(GPUS) / share)
         queued, self._queued = view.queued_since(self._queued)
         moved, self._moved = view.allocations_since(self._moved)
         waiting = view.queue.keys()
@@ -168,20 +187,20 @@ class Waiting:
             spec = job.spec
             rate = current_rate(view, job)
             left = remaining_seconds(job) / rate if rate > 0 else math.inf
-            self.rows.put(job, (spec.submit_time, job.predicted_duration, spec.num_gpus, left))
+            self.rows.put(job, (spec.submit_time, job.predicted_duration, spec.num_gpus, left,
+                                independent_time(job.predicted_duration, spec.num_gpus, share)))
             self.jobs[job_id] = (spec.submit_time, job.predicted_duration, spec.num_gpus, left,
                                  job)
 
 
-def fairness(now: float, submit: np.ndarray, left: np.ndarray, duration: np.ndarray,
-             gpus: np.ndarray, share_gpus: float) -> np.ndarray:
+def fairness(now: float, submit: np.ndarray, left: np.ndarray, independent: np.ndarray
+             ) -> np.ndarray:
     """`finish_time_fairness` of many jobs, with the same float operations in the same order;
-    `left` is `remaining_seconds / current_rate` (inf when the rate is 0)."""
+    `left` is `remaining_seconds / current_rate` (inf when the rate is 0), `independent` is
+    `independent_time`."""
     shared = (now - submit) + left
-    independent = duration * np.maximum(1.0, gpus / share_gpus)
-    positive = independent > 0
     rho = np.full(len(shared), math.inf)
-    np.divide(shared, independent, out=rho, where=positive)
+    np.divide(shared, independent, out=rho, where=independent > 0)
     return rho
 
 
@@ -333,11 +352,11 @@ class Themis(Policy):
     def _few_in_order(self, view: ClusterView, free: int) -> list[JobView]:
         """The waiting jobs that fit `free` GPUs, worst ρ first, ranked in Python (as
         `finish_time_fairness` computes ρ, from the kept tuples)."""
-        now, share_gpus = view.now, self._share_gpus(view)
+        now, share = view.now, share_gpus(view)
         scored = []
         for job_id, (submit, duration, gpus, left, job) in self._waiting.jobs.items():
             if gpus <= free:
-                independent = duration * max(1.0, gpus / share_gpus)
+                independent = independent_time(duration, gpus, share)
                 shared = now - submit + left
                 rho = shared / independent if independent > 0 else math.inf
                 scored.append((-rho, submit, job_id, job))
@@ -351,8 +370,8 @@ class Themis(Policy):
         gpus = rows.column(GPUS)
         fits = np.flatnonzero(gpus <= free)
         submit = rows.column(SUBMIT)[fits]
-        rho = fairness(view.now, submit, rows.column(LEFT)[fits], rows.column(DURATION)[fits],
-                       gpus[fits], self._share_gpus(view))
+        rho = fairness(view.now, submit, rows.column(LEFT)[fits],
+                       rows.column(INDEPENDENT)[fits])
         pieces = worst_first_in_pieces(rho, submit, lambda i: rows.ids[fits[i]],
                                        2 * free // max(1, smallest) + 8)
         views = rows.views
@@ -367,11 +386,6 @@ class Themis(Policy):
         ranked = sorted(zip((-rho[index]).tolist(), submit[index].tolist(), map(job_id, rows),
                             rows, need[index].tolist(), strict=True))
         return ((entry[3], entry[4]) for entry in ranked)
-
-    @staticmethod
-    def _share_gpus(view: ClusterView) -> float:
-        """G/N: the GPUs of a job's equal share of the cluster (`finish_time_fairness`)."""
-        return training_capacity(view) / max(1, len(view.running) + len(view.queue))
 
     def _auction(self, view: ClusterView, ending: list[str]) -> Iterator[Decision]:
         """The GPUs of the leases ending now and the free GPUs, auctioned among the M jobs
@@ -400,8 +414,7 @@ class Themis(Policy):
         first = len(rows)
         contenders, capacity = len(running) + len(view.queue), training_capacity(view)
         rho = np.concatenate([
-            fairness(now, rows.column(SUBMIT), rows.column(LEFT), rows.column(DURATION),
-                     rows.column(GPUS), self._share_gpus(view)),
+            fairness(now, rows.column(SUBMIT), rows.column(LEFT), rows.column(INDEPENDENT)),
             [finish_time_fairness(view, job, contenders, capacity) for job in offered]])
         submit = np.concatenate([rows.column(SUBMIT), [job.submit_time for job in offered]])
         need = np.concatenate([rows.column(GPUS), [job.gpus for job in offered]]

@@ -29,6 +29,7 @@ from simulation.policies import themis
 from simulation.policies.base import create_policy
 from simulation.policies.ordering import launch_in_order, place_requested, training_capacity
 from simulation.policies.themis import (
+    INDEPENDENT,
     LEFT,
     Themis,
     Waiting,
@@ -161,8 +162,9 @@ def test_themis_rounds_equal_their_definition(seed, lease, fraction, restart, ga
 
 
 def test_waiting_rows_follow_the_logs():
-    """The kept rows name exactly the jobs waiting after every round, and a requeued job's
-    remaining seconds are those it left with (stale rows would keep the old)."""
+    """The kept rows name exactly the jobs waiting after every round, a requeued job's
+    remaining seconds are those it left with (stale rows would keep the old), and every row's
+    T_independent is at the cluster's share now (arrivals and completions change it)."""
     jobs = random_jobs(3)
     policy = create_policy("themis", {"lease": 100.0})
     sim = Simulation(training_cluster(3, 8), workload(*jobs), policy)
@@ -176,9 +178,12 @@ def test_waiting_rows_follow_the_logs():
         waiting.sync(view)
         rows = waiting.rows
         assert sorted(rows.ids) == sorted(view.queue.keys())
+        share = view.available_gpus() / max(1, len(view.running) + len(view.queue))
         for i, job in enumerate(rows.views):
             rate = view.throughput.rate(job.spec.model, job.spec.num_gpus, job.spec.num_gpus, 1)
             assert rows.column(LEFT)[i] == job.remaining_work / rate
+            assert rows.column(INDEPENDENT)[i] == job.spec.duration * max(
+                1.0, job.spec.num_gpus / share)
         assert sorted(waiting.jobs) == sorted(view.queue.keys())
         for job_id, (_, _, _, left, job) in waiting.jobs.items():
             assert left == rows.column(LEFT)[rows.ids.index(job_id)] and job.job_id == job_id
