@@ -95,15 +95,19 @@ def independent_time(duration: float, gpus: float, share: float) -> float:
     return duration * max(1.0, gpus / share)
 
 
+def seconds_left(view: ClusterView, job: JobView) -> float:
+    """Seconds a job still needs at its current rate (inf when it gets none)."""
+    rate = current_rate(view, job)
+    return remaining_seconds(job) / rate if rate > 0 else math.inf
+
+
 def finish_time_fairness(view: ClusterView, job: JobView, contenders: int, capacity: int
                          ) -> float:
     """ρ = T_shared / T_independent (Themis §3.2) with the module's simplifications."""
     spec = job.spec
     independent = independent_time(job.predicted_duration, spec.num_gpus,
                                    capacity / max(1, contenders))
-    rate = current_rate(view, job)
-    remaining = remaining_seconds(job) / rate if rate > 0 else math.inf
-    shared = view.now - job.submit_time + remaining
+    shared = view.now - job.submit_time + seconds_left(view, job)
     return shared / independent if independent > 0 else math.inf
 
 
@@ -147,6 +151,10 @@ class Rows:
         """The column's live values (a view: valid until the next `put` or `drop`)."""
         return self._data[index, : len(self.ids)]
 
+    def with_extra(self, extra: list[tuple[float, ...]]) -> np.ndarray:
+        """The live columns followed by `extra` rows of the same columns (a copy)."""
+        return np.concatenate((self._data[:, : len(self.ids)], np.array(extra).T), axis=1)
+
 
 # Columns of `Waiting.rows`. LEFT: a waiting job's remaining seconds at its requested rate;
 # INDEPENDENT: its T_independent at the current share of the cluster.
@@ -185,8 +193,7 @@ class Waiting:
                 continue
             job = view.job(job_id)
             spec = job.spec
-            rate = current_rate(view, job)
-            left = remaining_seconds(job) / rate if rate > 0 else math.inf
+            left = seconds_left(view, job)
             self.rows.put(job, (spec.submit_time, job.predicted_duration, spec.num_gpus, left,
                                 independent_time(job.predicted_duration, spec.num_gpus, share)))
             self.jobs[job_id] = (spec.submit_time, job.predicted_duration, spec.num_gpus, left,
@@ -412,13 +419,17 @@ class Themis(Policy):
         self._waiting.sync(view)
         rows = self._waiting.rows
         first = len(rows)
-        contenders, capacity = len(running) + len(view.queue), training_capacity(view)
-        rho = np.concatenate([
-            fairness(now, rows.column(SUBMIT), rows.column(LEFT), rows.column(INDEPENDENT)),
-            [finish_time_fairness(view, job, contenders, capacity) for job in offered]])
-        submit = np.concatenate([rows.column(SUBMIT), [job.submit_time for job in offered]])
-        need = np.concatenate([rows.column(GPUS), [job.gpus for job in offered]]
-                              ).astype(np.int64)
+        # The offered jobs as rows after the waiting ones, so one `fairness` gives every ρ as
+        # `finish_time_fairness` does; their GPUS are those they hold (a Themis job holds what
+        # it asked for), their T_independent at the share the waiting rows have.
+        share = share_gpus(view)
+        columns = rows.with_extra([
+            (job.submit_time, job.predicted_duration, job.gpus, seconds_left(view, job),
+             independent_time(job.predicted_duration, job.spec.num_gpus, share))
+            for job in offered])
+        submit = columns[SUBMIT]
+        rho = fairness(now, submit, columns[LEFT], columns[INDEPENDENT])
+        need = columns[GPUS].astype(np.int64)
         ids = rows.ids
 
         def job_id(i: int) -> str:
