@@ -36,6 +36,20 @@ them (the lead may check them against the paper), with the simplifications named
   a restart); then waiting jobs that fit take the rest in a random order drawn from the
   policy's seeded RNG. An expired job that keeps its GPUs starts a new lease and is not
   restarted; one that loses them is preempted (a restart, 63 s).
+- **Sources checked** (issue #16; the paper itself could not be read here). No public
+  Themis we found lengthens the lease, charges a restart in the bid or keeps a loser's GPUs:
+  each re-decides, at a lease end or event, the waiting jobs together with the jobs whose
+  leases end, by ρ, and a running job that wins again keeps running without a restart.
+  Muri's simulator (Rivendile/Muri 4e69a78 `simulator/run_sim.py`, `themis_sim_jobs`,
+  L1823-2033) solves Gavel's min-max ρ at every arrival and completion (its
+  `job_interval = 360`, L1831, is unused), preempts a running job it does not choose
+  (L2002-2008) and takes a per-model 4-46 s overhead (`overhead_dict`, L29-35). Gavel
+  (stanford-futuredata/gavel c4fa400 `scheduler/policies/finish_time_fairness.py` L81-100)
+  estimates ρ as (time since start + remaining / allocated rate) / (isolated time so far +
+  remaining / isolated rate) in 360 s rounds (`scheduler/scheduler.py` L60), a job on the
+  same GPUs in the next round keeping its lease (L1464-1471). So the tens of restarts per job
+  on loaded traces are Themis' time-slicing, not a departure from it; the lease length is the
+  knob.
 - **Placement sensitivity** (§3-§4: an app values a spread placement below a packed one).
   Our throughput model has no locality term (`view.throughput.rate` depends on the GPU count
   and speed only), so every placement of g GPUs is worth the same to a bidder: winners are
