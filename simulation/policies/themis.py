@@ -23,8 +23,8 @@ them (the lead may check them against the paper), with the simplifications named
   and `simulation/reproductions/muri.py` runs Themis this way. Per-job leases stay the
   default as the paper's rule. Restarts per job at 600 s (benchmarks/README.md): fewer on a
   light trace (muri_trace3 4.8 against 18.3 in rounds), more on an overloaded one (trace 4
-  114 against 71); per-job leases cost more CPU there (one auction per lease end: 80 s
-  against 16 s on trace 4).
+  114 against 71); per-job leases cost more CPU there (one auction per lease end, against
+  one per round for the whole cluster).
 - **Auction** (§5). The GPUs of the leases that expire now and any free GPU are offered to
   the M jobs that could use them (the waiting jobs and the jobs whose leases expired). Only
   the ⌈(1-f)·M⌉ of them with the worst ρ bid (the fairness knob f, `fairness_fraction`,
@@ -60,9 +60,11 @@ them (the lead may check them against the paper), with the simplifications named
   leases whatever their ρ.
 
 Speed (issues #16, #22): the parts of a waiting job's ρ that do not change while it waits are
-kept per job (`Waiting`, fed by the engine's queue and allocation logs) and a round computes ρ
-from them with the same float operations as `finish_time_fairness`: in numpy, or in Python
-when few jobs wait. Lease ends sit in a heap (`Leases`, fed by the allocation log), so a round
+kept per job (`Waiting`, fed by the engine's queue and allocation logs; T_independent only
+until the share G/N changes) and a round computes ρ from them with the same float operations
+as `finish_time_fairness`: in numpy, or in Python when few jobs wait. An auction appends the
+offered jobs to the waiting rows (`Rows.with_extra`), so one vectorised `fairness` ranks all
+its contenders. Lease ends sit in a heap (`Leases`, fed by the allocation log), so a round
 touches only the leases that end; an auction that no waiting job fits (the holders win back
 unopposed) ranks nobody. Between auctions only the waiting jobs that fit the free
 GPUs are ranked. An auction finds its bidders with one partition (`least_fair`) and sorts in
