@@ -331,6 +331,8 @@ class Themis(Policy):
     def __init__(self, **values: object) -> None:
         super().__init__(**values)
         self._waiting = Waiting()
+        # job id -> (placement, share, `current_rate`) of a job when it last held GPUs
+        self._rates: dict[str, tuple[object, float, float]] = {}
         self._leases: Leases | Rounds = (
             Rounds(self.lease) if self.leases == "rounds" else Leases(self.lease))
 
@@ -400,6 +402,17 @@ class Themis(Policy):
         views = rows.views
         return (views[fits[i]] for piece in pieces for i in piece.tolist())
 
+    def _running_left(self, view: ClusterView, job: JobView) -> float:
+        """`seconds_left` of a running job. Its rate changes only with its placement or share,
+        so it is kept per job; an auction would otherwise rate every holder again at each
+        lease end."""
+        placement, share = job.placement, job.share
+        kept = self._rates.get(job.job_id)
+        if kept is None or kept[0] is not placement or kept[1] != share:
+            kept = self._rates[job.job_id] = (placement, share, current_rate(view, job))
+        rate = kept[2]
+        return remaining_seconds(job) / rate if rate > 0 else math.inf
+
     @staticmethod
     def _in_order(rho: np.ndarray, submit: np.ndarray, need: np.ndarray,
                   job_id: Callable[[int], str], index: np.ndarray) -> Iterator[tuple[int, int]]:
@@ -440,7 +453,7 @@ class Themis(Policy):
         # it asked for), their T_independent at the share the waiting rows have.
         share = share_gpus(view)
         columns = rows.with_extra([
-            (job.submit_time, job.predicted_duration, job.gpus, seconds_left(view, job),
+            (job.submit_time, job.predicted_duration, job.gpus, self._running_left(view, job),
              independent_time(job.predicted_duration, job.spec.num_gpus, share))
             for job in offered])
         submit = columns[SUBMIT]

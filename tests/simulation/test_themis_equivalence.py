@@ -24,7 +24,7 @@ import pytest
 
 from simulation.decisions import Decision, Preempt
 from simulation.engine import EngineConfig, Simulation
-from simulation.model import JobSpec
+from simulation.model import ClusterSpec, JobSpec, PoolKind, PoolSpec
 from simulation.policies import themis
 from simulation.policies.base import create_policy
 from simulation.policies.ordering import launch_in_order, place_requested, training_capacity
@@ -39,7 +39,7 @@ from simulation.policies.themis import (
     worst_first_in_pieces,
 )
 from simulation.view import ClusterView, JobView
-from tests.simulation.builders import training_cluster, workload
+from tests.simulation.builders import GPU_TYPES, training_cluster, workload
 
 
 class ThemisByDefinition(Themis):
@@ -122,8 +122,9 @@ def random_jobs(seed: int, count: int = 70, gap: float = 300.0) -> list[JobSpec]
     return jobs
 
 
-def outcome(policy: Themis, jobs: list[JobSpec], restart: float) -> list[tuple]:
-    result = Simulation(training_cluster(3, 8), workload(*jobs), policy,
+def outcome(policy: Themis, jobs: list[JobSpec], restart: float,
+            cluster: ClusterSpec | None = None) -> list[tuple]:
+    result = Simulation(cluster or training_cluster(3, 8), workload(*jobs), policy,
                         config=EngineConfig(restart_overhead=restart)).run()
     return [(r["job_id"], r["start"], r["end"], r["preemptions"]) for r in result.jobs]
 
@@ -142,6 +143,22 @@ def test_themis_equals_its_definition(seed, lease, fraction, restart, gap, few, 
     reference = ThemisByDefinition(rng=random.Random(f"themis:{seed}"), **params)
     assert fast == outcome(reference, jobs, restart)
     assert sum(row[3] for row in fast) > 0  # contended: lease ends preempt
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_themis_equals_its_definition_across_gpu_speeds(seed):
+    # Two V100 servers and one T4 server (a quarter of the speed): a job relaunched on the
+    # other kind trains at another rate, so a holder's ρ must be rated where it runs now
+    # (the policy keeps each running job's rate until its placement changes).
+    mixed = ClusterSpec("mixed", GPU_TYPES, (
+        PoolSpec("fast", PoolKind.TRAINING, "V100", 2, 8),
+        PoolSpec("slow", PoolKind.TRAINING, "T4", 1, 8)))
+    params = {"lease": 100.0, "fairness_fraction": 0.3}
+    jobs = random_jobs(seed, 90, 60.0)
+    fast = outcome(create_policy("themis", params, seed=seed), jobs, 20.0, mixed)
+    reference = ThemisByDefinition(rng=random.Random(f"themis:{seed}"), **params)
+    assert fast == outcome(reference, jobs, 20.0, mixed)
+    assert sum(row[3] for row in fast) > 0
 
 
 @pytest.mark.parametrize("seed", range(6))
