@@ -23,8 +23,8 @@ them (the lead may check them against the paper), with the simplifications named
   and `simulation/reproductions/muri.py` runs Themis this way. Per-job leases stay the
   default as the paper's rule. Restarts per job at 600 s (benchmarks/README.md): fewer on a
   light trace (muri_trace3 4.8 against 18.3 in rounds), more on an overloaded one (trace 4
-  114 against 71); per-job leases cost more CPU there (one auction per lease end: 80 s
-  against 16 s on trace 4).
+  114 against 71); per-job leases cost more CPU there (one auction per lease end, against
+  one per round for the whole cluster).
 - **Auction** (§5). The GPUs of the leases that expire now and any free GPU are offered to
   the M jobs that could use them (the waiting jobs and the jobs whose leases expired). Only
   the ⌈(1-f)·M⌉ of them with the worst ρ bid (the fairness knob f, `fairness_fraction`,
@@ -36,6 +36,20 @@ them (the lead may check them against the paper), with the simplifications named
   a restart); then waiting jobs that fit take the rest in a random order drawn from the
   policy's seeded RNG. An expired job that keeps its GPUs starts a new lease and is not
   restarted; one that loses them is preempted (a restart, 63 s).
+- **Sources checked** (issue #16; the paper itself could not be read here). No public
+  Themis we found lengthens the lease, charges a restart in the bid or keeps a loser's GPUs:
+  each re-decides, at a lease end or event, the waiting jobs together with the jobs whose
+  leases end, by ρ, and a running job that wins again keeps running without a restart.
+  Muri's simulator (Rivendile/Muri 4e69a78 `simulator/run_sim.py`, `themis_sim_jobs`,
+  L1823-2033) solves Gavel's min-max ρ at every arrival and completion (its
+  `job_interval = 360`, L1831, is unused), preempts a running job it does not choose
+  (L2002-2008) and takes a per-model 4-46 s overhead (`overhead_dict`, L29-35). Gavel
+  (stanford-futuredata/gavel c4fa400 `scheduler/policies/finish_time_fairness.py` L81-100)
+  estimates ρ as (time since start + remaining / allocated rate) / (isolated time so far +
+  remaining / isolated rate) in 360 s rounds (`scheduler/scheduler.py` L60), a job on the
+  same GPUs in the next round keeping its lease (L1464-1471). So the tens of restarts per job
+  on loaded traces are Themis' time-slicing, not a departure from it; the lease length is the
+  knob.
 - **Placement sensitivity** (§3-§4: an app values a spread placement below a packed one).
   Our throughput model has no locality term (`view.throughput.rate` depends on the GPU count
   and speed only), so every placement of g GPUs is worth the same to a bidder: winners are
@@ -46,14 +60,17 @@ them (the lead may check them against the paper), with the simplifications named
   leases whatever their ρ.
 
 Speed (issues #16, #22): the parts of a waiting job's ρ that do not change while it waits are
-kept per job (`Waiting`, fed by the engine's queue and allocation logs) and a round computes ρ
-from them with the same float operations as `finish_time_fairness`: in numpy, or in Python
-when few jobs wait. Lease ends sit in a heap (`Leases`, fed by the allocation log), so a round
+kept per job (`Waiting`, fed by the engine's queue and allocation logs; T_independent only
+until the share G/N changes) and a round computes ρ from them with the same float operations
+as `finish_time_fairness`: in numpy, or in Python when few jobs wait. An auction appends the
+offered jobs to the waiting rows (`Rows.with_extra`), so one vectorised `fairness` ranks all
+its contenders. Lease ends sit in a heap (`Leases`, fed by the allocation log), so a round
 touches only the leases that end; an auction that no waiting job fits (the holders win back
 unopposed) ranks nobody. Between auctions only the waiting jobs that fit the free
-GPUs are ranked; an auction orders its bidders piece by piece (`worst_first_in_pieces`), as the
-greedy walk (`greedy_keep`) usually ends early. Equal ρ are ordered by submission and job id
-exactly as the definition.
+GPUs are ranked. An auction finds its bidders with one partition (`least_fair`) and sorts in
+Python only the bidders that fit its GPUs, band by band of ρ (`bands`), as the greedy walk
+(`walk`) usually ends after a few. Equal ρ are ordered by submission and job id exactly as the
+definition.
 """
 
 from __future__ import annotations
@@ -84,15 +101,29 @@ def current_rate(view: ClusterView, job: JobView) -> float:
     return view.throughput.rate(spec.model, spec.num_gpus, job.gpus, speed) * job.share
 
 
+def share_gpus(view: ClusterView) -> float:
+    """G/N: the GPUs of a job's equal share of the cluster (`finish_time_fairness`)."""
+    return training_capacity(view) / max(1, len(view.running) + len(view.queue))
+
+
+def independent_time(duration: float, gpus: float, share: float) -> float:
+    """T_independent as `finish_time_fairness` computes it."""
+    return duration * max(1.0, gpus / share)
+
+
+def seconds_left(view: ClusterView, job: JobView) -> float:
+    """Seconds a job still needs at its current rate (inf when it gets none)."""
+    rate = current_rate(view, job)
+    return remaining_seconds(job) / rate if rate > 0 else math.inf
+
+
 def finish_time_fairness(view: ClusterView, job: JobView, contenders: int, capacity: int
                          ) -> float:
     """ρ = T_shared / T_independent (Themis §3.2) with the module's simplifications."""
     spec = job.spec
-    share_gpus = capacity / max(1, contenders)
-    independent = job.predicted_duration * max(1.0, spec.num_gpus / share_gpus)
-    rate = current_rate(view, job)
-    remaining = remaining_seconds(job) / rate if rate > 0 else math.inf
-    shared = view.now - job.submit_time + remaining
+    independent = independent_time(job.predicted_duration, spec.num_gpus,
+                                   capacity / max(1, contenders))
+    shared = view.now - job.submit_time + seconds_left(view, job)
     return shared / independent if independent > 0 else math.inf
 
 
@@ -136,25 +167,38 @@ class Rows:
         """The column's live values (a view: valid until the next `put` or `drop`)."""
         return self._data[index, : len(self.ids)]
 
+    def with_extra(self, extra: list[tuple[float, ...]]) -> np.ndarray:
+        """The live columns followed by `extra` rows of the same columns (a copy)."""
+        return np.concatenate((self._data[:, : len(self.ids)], np.array(extra).T), axis=1)
 
-# Columns of `Waiting.rows`. LEFT: a waiting job's remaining seconds at its requested rate.
-SUBMIT, DURATION, GPUS, LEFT = range(4)
+
+# Columns of `Waiting.rows`. LEFT: a waiting job's remaining seconds at its requested rate;
+# INDEPENDENT: its T_independent at the current share of the cluster.
+SUBMIT, DURATION, GPUS, LEFT, INDEPENDENT = range(5)
 
 
 class Waiting:
     """The waiting jobs, each with what its ρ needs that changes only when it enters the
     queue, kept from the engine's queue and allocation logs: in numpy columns (`rows`), and as
-    Python tuples (`jobs`), cheaper to rank than arrays when few jobs wait."""
+    Python tuples (`jobs`), cheaper to rank than arrays when few jobs wait. T_independent
+    changes only with the cluster's share (arrivals and completions, not the lease ends that
+    make most rounds), so its column is recomputed only then."""
 
     def __init__(self) -> None:
         self._view: ClusterView | None = None
 
     def sync(self, view: ClusterView) -> None:
         if view is not self._view:  # a new run or snapshot: read the logs from the start
-            self._view, self._queued, self._moved = view, 0, 0
-            self.rows = Rows(4)
+            self._view, self._queued, self._moved, self._share = view, 0, 0, math.nan
+            self.rows = Rows(5)
             # job id -> (submit time, predicted duration, GPUs, LEFT, job)
             self.jobs: dict[str, tuple[float, float, int, float, JobView]] = {}
+        share = share_gpus(view)
+        if share != self._share:
+            self._share = share
+            rows = self.rows
+            rows.column(INDEPENDENT)[:] = rows.column(DURATION) * np.maximum(
+                1.0, rows.column(GPUS) / share)
         queued, self._queued = view.queued_since(self._queued)
         moved, self._moved = view.allocations_since(self._moved)
         waiting = view.queue.keys()
@@ -165,22 +209,21 @@ class Waiting:
                 continue
             job = view.job(job_id)
             spec = job.spec
-            rate = current_rate(view, job)
-            left = remaining_seconds(job) / rate if rate > 0 else math.inf
-            self.rows.put(job, (spec.submit_time, job.predicted_duration, spec.num_gpus, left))
+            left = seconds_left(view, job)
+            self.rows.put(job, (spec.submit_time, job.predicted_duration, spec.num_gpus, left,
+                                independent_time(job.predicted_duration, spec.num_gpus, share)))
             self.jobs[job_id] = (spec.submit_time, job.predicted_duration, spec.num_gpus, left,
                                  job)
 
 
-def fairness(now: float, submit: np.ndarray, left: np.ndarray, duration: np.ndarray,
-             gpus: np.ndarray, share_gpus: float) -> np.ndarray:
+def fairness(now: float, submit: np.ndarray, left: np.ndarray, independent: np.ndarray
+             ) -> np.ndarray:
     """`finish_time_fairness` of many jobs, with the same float operations in the same order;
-    `left` is `remaining_seconds / current_rate` (inf when the rate is 0)."""
+    `left` is `remaining_seconds / current_rate` (inf when the rate is 0), `independent` is
+    `independent_time`."""
     shared = (now - submit) + left
-    independent = duration * np.maximum(1.0, gpus / share_gpus)
-    positive = independent > 0
     rho = np.full(len(shared), math.inf)
-    np.divide(shared, independent, out=rho, where=positive)
+    np.divide(shared, independent, out=rho, where=independent > 0)
     return rho
 
 
@@ -201,46 +244,59 @@ def worst_first(rho: np.ndarray, submit: np.ndarray, job_id: Callable[[int], str
     return order
 
 
-def worst_first_in_pieces(rho: np.ndarray, submit: np.ndarray, job_id: Callable[[int], str],
-                          first: int) -> Iterator[np.ndarray]:
-    """`worst_first` of all rows, in consecutive pieces: about `first` rows (more when ρ ties
-    at the cut), then twice as many each time. A walk that needs only the front of the order
-    pays a partition, not a sort, for the rest."""
-    rest = np.arange(len(rho))
+def bands(values: np.ndarray, index: np.ndarray, first: int) -> Iterator[np.ndarray]:
+    """`index` (rows of `values`) cut into bands of decreasing value: about the `first` rows
+    with the largest values (more when values tie at the cut: a band never splits a tie), then
+    twice as many each time. A walk that needs only the front of an order pays a partition,
+    not a sort, for the rest."""
+    rest = index
     size = max(1, first)
     while len(rest) > size:
-        values = rho[rest]
-        cut = -np.partition(-values, size - 1)[size - 1]
-        front = values >= cut  # every row tied with the cut: the piece is a prefix
-        yield worst_first(rho, submit, job_id, rest[front])
+        part = values[rest]
+        cut = np.partition(part, len(part) - size)[len(part) - size]  # the size-th largest
+        front = part >= cut
+        yield rest[front]
         rest = rest[~front]
         size *= 2
     if len(rest):
-        yield worst_first(rho, submit, job_id, rest)
+        yield rest
 
 
-def greedy_keep(need: np.ndarray, budget: int) -> tuple[np.ndarray, int]:
-    """Which jobs `preemptive_schedule`'s walk keeps, given each one's GPUs in walk order
-    (0 for a non-preemptible running job, kept anyway), and the budget left: a job is kept if
-    it fits what the jobs kept before it left, and the walk ends when nothing is left. Runs of
-    jobs that fit together are taken in one step, then the next job that fits is found by one
-    comparison."""
-    kept = np.zeros(len(need), dtype=bool)
-    pos = 0
-    while pos < len(need) and budget > 0:
-        together = np.cumsum(need[pos:])
-        fit = int(np.searchsorted(together, budget, side="right"))
-        if fit:
-            kept[pos:pos + fit] = True
-            budget -= int(together[fit - 1])
-            pos += fit
-        if pos >= len(need) or budget <= 0:
+def worst_first_in_pieces(rho: np.ndarray, submit: np.ndarray, job_id: Callable[[int], str],
+                          first: int) -> Iterator[np.ndarray]:
+    """`worst_first` of all rows, in consecutive pieces (`bands` of ρ)."""
+    for band in bands(rho, np.arange(len(rho)), first):
+        yield worst_first(rho, submit, job_id, band)
+
+
+def least_fair(rho: np.ndarray, submit: np.ndarray, job_id: Callable[[int], str], count: int
+               ) -> np.ndarray:
+    """Which rows are the `count` first in Themis order (-ρ, submit time, job id): every row
+    above the count-th largest ρ, and of the rows tied with it the first by submit time, then
+    job id. One partition; a Python sort only when ρ ties across the cut."""
+    if count >= len(rho):
+        return np.ones(len(rho), dtype=bool)
+    cut = np.partition(rho, len(rho) - count)[len(rho) - count]
+    chosen = rho >= cut
+    surplus = int(np.count_nonzero(chosen)) - count
+    if surplus:
+        tied = sorted(np.flatnonzero(rho == cut).tolist(), key=lambda i: (submit[i], job_id(i)))
+        chosen[tied[len(tied) - surplus:]] = False
+    return chosen
+
+
+def walk(entries: Iterable[tuple[int, int]], budget: int) -> tuple[list[int], int]:
+    """The auction's greedy walk over (row, GPUs) in order: a job wins if it fits what the
+    winners before it left, and the walk ends when nothing is left. Returns the winners and
+    the budget left."""
+    won = []
+    for row, gpus in entries:
+        if budget <= 0:
             break
-        later = np.flatnonzero(need[pos + 1:] <= budget)  # need[pos] does not fit
-        if not len(later):
-            break
-        pos += 1 + int(later[0])
-    return kept, budget
+        if gpus <= budget:
+            won.append(row)
+            budget -= gpus
+    return won, budget
 
 
 def auction_participants(contenders: int, fairness_knob: float) -> int:
@@ -275,6 +331,8 @@ class Themis(Policy):
     def __init__(self, **values: object) -> None:
         super().__init__(**values)
         self._waiting = Waiting()
+        # job id -> (placement, share, `current_rate`) of a job when it last held GPUs
+        self._rates: dict[str, tuple[object, float, float]] = {}
         self._leases: Leases | Rounds = (
             Rounds(self.lease) if self.leases == "rounds" else Leases(self.lease))
 
@@ -286,7 +344,6 @@ class Themis(Policy):
     def schedule(self, view: ClusterView) -> Iterator[Decision]:
         if not view.queue:
             return
-        self._waiting.sync(view)
         ending = self._leases.ending(view)
         if ending:
             yield from self._granting(view, self._auction(view, ending))
@@ -305,11 +362,11 @@ class Themis(Policy):
         preempted."""
         if not view.queue:
             return
-        self._waiting.sync(view)  # an auction in this round may have started or stopped jobs
         free = sum(view.free_gpus(pool.name) for pool in view.spec.pools)
         smallest = view.smallest_queued_gpus()
         if free <= 0 or free < smallest:
             return  # no waiting job fits
+        self._waiting.sync(view)  # an auction in this round may have started or stopped jobs
         # A job asking more than is free now cannot start this round, so it is not ranked.
         if len(view.queue) <= _FEW_WAITING:
             ordered: Iterable[JobView] = self._few_in_order(view, free)
@@ -320,11 +377,11 @@ class Themis(Policy):
     def _few_in_order(self, view: ClusterView, free: int) -> list[JobView]:
         """The waiting jobs that fit `free` GPUs, worst ρ first, ranked in Python (as
         `finish_time_fairness` computes ρ, from the kept tuples)."""
-        now, share_gpus = view.now, self._share_gpus(view)
+        now, share = view.now, share_gpus(view)
         scored = []
         for job_id, (submit, duration, gpus, left, job) in self._waiting.jobs.items():
             if gpus <= free:
-                independent = duration * max(1.0, gpus / share_gpus)
+                independent = independent_time(duration, gpus, share)
                 shared = now - submit + left
                 rho = shared / independent if independent > 0 else math.inf
                 scored.append((-rho, submit, job_id, job))
@@ -338,17 +395,33 @@ class Themis(Policy):
         gpus = rows.column(GPUS)
         fits = np.flatnonzero(gpus <= free)
         submit = rows.column(SUBMIT)[fits]
-        rho = fairness(view.now, submit, rows.column(LEFT)[fits], rows.column(DURATION)[fits],
-                       gpus[fits], self._share_gpus(view))
+        rho = fairness(view.now, submit, rows.column(LEFT)[fits],
+                       rows.column(INDEPENDENT)[fits])
         pieces = worst_first_in_pieces(rho, submit, lambda i: rows.ids[fits[i]],
                                        2 * free // max(1, smallest) + 8)
         views = rows.views
         return (views[fits[i]] for piece in pieces for i in piece.tolist())
 
+    def _running_left(self, view: ClusterView, job: JobView) -> float:
+        """`seconds_left` of a running job. Its rate changes only with its placement or share,
+        so it is kept per job; an auction would otherwise rate every holder again at each
+        lease end."""
+        placement, share = job.placement, job.share
+        kept = self._rates.get(job.job_id)
+        if kept is None or kept[0] is not placement or kept[1] != share:
+            kept = self._rates[job.job_id] = (placement, share, current_rate(view, job))
+        rate = kept[2]
+        return remaining_seconds(job) / rate if rate > 0 else math.inf
+
     @staticmethod
-    def _share_gpus(view: ClusterView) -> float:
-        """G/N: the GPUs of a job's equal share of the cluster (`finish_time_fairness`)."""
-        return training_capacity(view) / max(1, len(view.running) + len(view.queue))
+    def _in_order(rho: np.ndarray, submit: np.ndarray, need: np.ndarray,
+                  job_id: Callable[[int], str], index: np.ndarray) -> Iterator[tuple[int, int]]:
+        """(row, GPUs) of the rows `index`, worst ρ first as `sorted` orders (-ρ, submit time,
+        job id): a Python sort, cheaper than numpy's for the few rows an auction walks."""
+        rows = index.tolist()
+        ranked = sorted(zip((-rho[index]).tolist(), submit[index].tolist(), map(job_id, rows),
+                            rows, need[index].tolist(), strict=True))
+        return ((entry[3], entry[4]) for entry in ranked)
 
     def _auction(self, view: ClusterView, ending: list[str]) -> Iterator[Decision]:
         """The GPUs of the leases ending now and the free GPUs, auctioned among the M jobs
@@ -372,44 +445,43 @@ class Themis(Policy):
             for job in offered:  # no waiting job fits: every holder wins back unopposed
                 leases.grant(job.job_id, now)
             return
+        self._waiting.sync(view)
         rows = self._waiting.rows
         first = len(rows)
-        contenders, capacity = len(running) + len(view.queue), training_capacity(view)
-        rho = np.concatenate([
-            fairness(now, rows.column(SUBMIT), rows.column(LEFT), rows.column(DURATION),
-                     rows.column(GPUS), self._share_gpus(view)),
-            [finish_time_fairness(view, job, contenders, capacity) for job in offered]])
-        submit = np.concatenate([rows.column(SUBMIT), [job.submit_time for job in offered]])
-        need = np.concatenate([rows.column(GPUS), [job.gpus for job in offered]]
-                              ).astype(np.int64)
+        # The offered jobs as rows after the waiting ones, so one `fairness` gives every ρ as
+        # `finish_time_fairness` does; their GPUS are those they hold (a Themis job holds what
+        # it asked for), their T_independent at the share the waiting rows have.
+        share = share_gpus(view)
+        columns = rows.with_extra([
+            (job.submit_time, job.predicted_duration, job.gpus, self._running_left(view, job),
+             independent_time(job.predicted_duration, job.spec.num_gpus, share))
+            for job in offered])
+        submit = columns[SUBMIT]
+        rho = fairness(now, submit, columns[LEFT], columns[INDEPENDENT])
+        need = columns[GPUS].astype(np.int64)
         ids = rows.ids
 
         def job_id(i: int) -> str:
             return ids[i] if i < first else offered[i - first].job_id
 
-        bidders = auction_participants(len(rho), self.fairness_fraction)
+        bid = least_fair(rho, submit, job_id,
+                         auction_participants(len(rho), self.fairness_fraction))
         won: list[int] = []
-        bid = np.zeros(len(rho), dtype=bool)
-        walked = 0
-        for piece in worst_first_in_pieces(rho, submit, job_id, budget + 16):
-            piece = piece[:bidders - walked]
-            bid[piece] = True
-            kept, budget = greedy_keep(need[piece], budget)
-            won += piece[kept].tolist()
-            walked += len(piece)
-            if budget <= 0 or walked >= bidders:
+        for band in bands(rho, np.flatnonzero(bid & (need <= budget)), budget + 16):
+            won_here, budget = walk(self._in_order(rho, submit, need, job_id, band), budget)
+            won += won_here
+            if budget <= 0:
                 break
         if budget > 0:  # leftover: first the jobs whose leases end keep what they hold
             holders = np.flatnonzero(~bid[first:]) + first
-            order = worst_first(rho, submit, job_id, holders)
-            kept, budget = greedy_keep(need[order], budget)
-            won += order[kept].tolist()
+            won_here, budget = walk(self._in_order(rho, submit, need, job_id, holders), budget)
+            won += won_here
         if budget > 0:  # then waiting jobs that fit, in seeded random order
             fitting = sorted(np.flatnonzero(~bid[:first] & (need[:first] <= budget)).tolist(),
                              key=job_id)  # shuffled from job id order: rows move on drops
             self.rng.shuffle(fitting)
-            kept, budget = greedy_keep(need[fitting], budget)
-            won += np.array(fitting, dtype=np.intp)[kept].tolist()
+            won_here, budget = walk(((i, int(need[i])) for i in fitting), budget)
+            won += won_here
         kept_offered = {i - first for i in won if i >= first}
         for index, job in enumerate(offered):
             if index in kept_offered:

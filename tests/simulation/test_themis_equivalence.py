@@ -7,9 +7,10 @@ end, greedily; then the jobs whose leases end keep what they hold, in the same o
 waiting jobs that fit take the rest in seeded random order (shuffled from job id order).
 Between lease ends the waiting jobs take free GPUs in ρ order (`launch_in_order`). The
 policy computes ρ from per-job values kept across rounds (`Waiting`), in numpy or, for few
-waiting jobs, in Python, and walks the order in numpy (`greedy_keep`). On contended random
-workloads with equal submit times and durations (so ρ ties), non-preemptible jobs and short
-leases, every job's start, end and preemption count must equal the definition's.
+waiting jobs, in Python, and finds an auction's bidders by a partition (`least_fair`). On
+contended random workloads with equal submit times and durations (so ρ ties), non-preemptible
+jobs and short leases, every job's start, end and preemption count must equal the
+definition's.
 """
 
 from __future__ import annotations
@@ -23,21 +24,22 @@ import pytest
 
 from simulation.decisions import Decision, Preempt
 from simulation.engine import EngineConfig, Simulation
-from simulation.model import JobSpec
+from simulation.model import ClusterSpec, JobSpec, PoolKind, PoolSpec
 from simulation.policies import themis
 from simulation.policies.base import create_policy
 from simulation.policies.ordering import launch_in_order, place_requested, training_capacity
 from simulation.policies.themis import (
+    INDEPENDENT,
     LEFT,
     Themis,
     Waiting,
     auction_participants,
     finish_time_fairness,
-    greedy_keep,
+    least_fair,
     worst_first_in_pieces,
 )
 from simulation.view import ClusterView, JobView
-from tests.simulation.builders import training_cluster, workload
+from tests.simulation.builders import GPU_TYPES, training_cluster, workload
 
 
 class ThemisByDefinition(Themis):
@@ -120,8 +122,9 @@ def random_jobs(seed: int, count: int = 70, gap: float = 300.0) -> list[JobSpec]
     return jobs
 
 
-def outcome(policy: Themis, jobs: list[JobSpec], restart: float) -> list[tuple]:
-    result = Simulation(training_cluster(3, 8), workload(*jobs), policy,
+def outcome(policy: Themis, jobs: list[JobSpec], restart: float,
+            cluster: ClusterSpec | None = None) -> list[tuple]:
+    result = Simulation(cluster or training_cluster(3, 8), workload(*jobs), policy,
                         config=EngineConfig(restart_overhead=restart)).run()
     return [(r["job_id"], r["start"], r["end"], r["preemptions"]) for r in result.jobs]
 
@@ -143,6 +146,22 @@ def test_themis_equals_its_definition(seed, lease, fraction, restart, gap, few, 
 
 
 @pytest.mark.parametrize("seed", range(6))
+def test_themis_equals_its_definition_across_gpu_speeds(seed):
+    # Two V100 servers and one T4 server (a quarter of the speed): a job relaunched on the
+    # other kind trains at another rate, so a holder's ρ must be rated where it runs now
+    # (the policy keeps each running job's rate until its placement changes).
+    mixed = ClusterSpec("mixed", GPU_TYPES, (
+        PoolSpec("fast", PoolKind.TRAINING, "V100", 2, 8),
+        PoolSpec("slow", PoolKind.TRAINING, "T4", 1, 8)))
+    params = {"lease": 100.0, "fairness_fraction": 0.3}
+    jobs = random_jobs(seed, 90, 60.0)
+    fast = outcome(create_policy("themis", params, seed=seed), jobs, 20.0, mixed)
+    reference = ThemisByDefinition(rng=random.Random(f"themis:{seed}"), **params)
+    assert fast == outcome(reference, jobs, 20.0, mixed)
+    assert sum(row[3] for row in fast) > 0
+
+
+@pytest.mark.parametrize("seed", range(6))
 @pytest.mark.parametrize(("lease", "fraction", "restart", "gap"), [
     (100.0, 0.2, 63.0, 300.0), (60.0, 0.8, 20.0, 5.0),
 ])
@@ -160,8 +179,9 @@ def test_themis_rounds_equal_their_definition(seed, lease, fraction, restart, ga
 
 
 def test_waiting_rows_follow_the_logs():
-    """The kept rows name exactly the jobs waiting after every round, and a requeued job's
-    remaining seconds are those it left with (stale rows would keep the old)."""
+    """The kept rows name exactly the jobs waiting after every round, a requeued job's
+    remaining seconds are those it left with (stale rows would keep the old), and every row's
+    T_independent is at the cluster's share now (arrivals and completions change it)."""
     jobs = random_jobs(3)
     policy = create_policy("themis", {"lease": 100.0})
     sim = Simulation(training_cluster(3, 8), workload(*jobs), policy)
@@ -175,9 +195,12 @@ def test_waiting_rows_follow_the_logs():
         waiting.sync(view)
         rows = waiting.rows
         assert sorted(rows.ids) == sorted(view.queue.keys())
+        share = view.available_gpus() / max(1, len(view.running) + len(view.queue))
         for i, job in enumerate(rows.views):
             rate = view.throughput.rate(job.spec.model, job.spec.num_gpus, job.spec.num_gpus, 1)
             assert rows.column(LEFT)[i] == job.remaining_work / rate
+            assert rows.column(INDEPENDENT)[i] == job.spec.duration * max(
+                1.0, job.spec.num_gpus / share)
         assert sorted(waiting.jobs) == sorted(view.queue.keys())
         for job_id, (_, _, _, left, job) in waiting.jobs.items():
             assert left == rows.column(LEFT)[rows.ids.index(job_id)] and job.job_id == job_id
@@ -186,30 +209,6 @@ def test_waiting_rows_follow_the_logs():
     policy.schedule = checking
     sim.run()
     assert checked > 50
-
-
-@pytest.mark.parametrize("seed", range(30))
-def test_greedy_keep_is_the_walk(seed):
-    """`greedy_keep` keeps what `preemptive_schedule`'s loop keeps: fit what is left, stop
-    when nothing is."""
-    rng = random.Random(seed)
-    need = np.array([rng.choice((0, 1, 1, 2, 4, 8)) for _ in range(rng.randrange(0, 40))])
-    budget = rng.randrange(-2, 60)
-    kept, left = [], budget
-    for gpus in need:
-        if left <= 0:
-            break
-        if gpus <= left:
-            left -= gpus
-            kept.append(True)
-        else:
-            kept.append(False)
-    kept += [False] * (len(need) - len(kept))
-    got, left_over = greedy_keep(need, budget)
-    assert left_over == left
-    # 0 GPUs stands for a non-preemptible job, kept whatever the walk says
-    assert [bool(k) for k, g in zip(got, need, strict=True) if g] == [
-        w for w, g in zip(kept, need, strict=True) if g]
 
 
 @pytest.mark.parametrize("seed", range(20))
@@ -224,3 +223,18 @@ def test_pieces_make_the_sorted_order(seed):
     expected = sorted(range(count), key=lambda i: (-rho[i], submit[i], ids[i]))
     pieces = list(worst_first_in_pieces(rho, submit, ids.__getitem__, rng.randrange(1, 20)))
     assert [i for piece in pieces for i in piece.tolist()] == expected
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_least_fair_are_the_first_in_order(seed):
+    """`least_fair` marks exactly the first `count` rows of the order `sorted` gives by
+    (-ρ, submit time, job id), however many ρ tie across the cut."""
+    rng = random.Random(seed)
+    count = rng.randrange(1, 60)
+    rho = np.array([rng.choice((0.5, 1.0, math.inf, rng.random())) for _ in range(count)])
+    submit = np.array([float(rng.randrange(4)) for _ in range(count)])
+    ids = [f"j{rng.randrange(100)}-{i}" for i in range(count)]
+    order = sorted(range(count), key=lambda i: (-rho[i], submit[i], ids[i]))
+    for bidders in (1, rng.randrange(1, count + 1), count, count + 3):
+        chosen = least_fair(rho, submit, ids.__getitem__, bidders)
+        assert sorted(np.flatnonzero(chosen).tolist()) == sorted(order[:bidders])
