@@ -67,16 +67,22 @@ def _muri_trace(seed: int, trace: int = 3) -> Workload:
     return load_trace(TRACES_DIR / f"muri_trace{trace}.csv")
 
 
-def _sia_users(seed: int, queues: int = 4, days: float = 24.0) -> Workload:
-    from simulation.workloads.sia import SiaSetup, generate_sia_workload
+def _sia_users(seed: int, queues: int = 4, days: float = 24.0, mix: str = "alike") -> Workload:
+    from simulation.workloads.sia import QUEUE_MIXES, SiaSetup, generate_sia_workload
 
-    return generate_sia_workload(SiaSetup(queues=queues, days=days, arrivals="closed-loop"),
-                                 seed)
+    if mix not in QUEUE_MIXES:
+        raise InputError(f"must be one of {', '.join(QUEUE_MIXES)}", source="sia-users",
+                         field="mix")
+    if mix == "table12" and queues != 4:
+        raise InputError("Table 12's mix has 4 queues", source="sia-users", field="queues")
+    return generate_sia_workload(SiaSetup(queues=queues, days=days, arrivals="closed-loop",
+                                          queue_mix=mix), seed)
 
 
 GENERATORS: dict[str, NamedGenerator] = {
-    "sia-users": NamedGenerator(_sia_users, {"queues": int, "days": float},
-                                "SIA's setup with closed-loop users (SIA §3)"),
+    "sia-users": NamedGenerator(_sia_users, {"queues": int, "days": float, "mix": str},
+                                "SIA's setup with closed-loop users (SIA §3); mix: alike, "
+                                "varied (§6.1) or table12"),
     "muri-trace": NamedGenerator(_muri_trace, {"trace": int},
                                  "one of Muri's four Philly traces, as shipped (seed unused)"),
     "aryl-trace": NamedGenerator(_aryl_trace, {"scale": float, "every_job_elastic": bool},

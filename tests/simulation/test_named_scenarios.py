@@ -102,9 +102,17 @@ def test_muri_scenarios_run_figures_9_and_10_on_the_shipped_traces(named) -> Non
 
 
 def test_sia_scenario_is_the_reproductions_workload_and_cluster(named) -> None:
-    scenario = named["sia-headline"]
-    spec = sia.setup(sia.HISTORY_DAYS + sia.EVALUATED_DAYS)
-    assert cluster_spec_from_dict(scenario.cluster).pools == sia_cluster(spec).pools
-    assert named_workload(scenario.workload) == generate_sia_workload(spec, seed=sia.SEED)
-    assert scenario.policies[2] == {"policy": "sia",
-                                    "params": {"history_days": sia.HISTORY_DAYS}}
+    for name, days, mix in (("sia-headline", sia.EVALUATED_DAYS, "varied"),
+                            ("sia-locality", sia.EVALUATED_DAYS, "varied"),
+                            ("sia-table12", sia.TABLE_12_DAYS, "table12")):
+        scenario = named[name]
+        spec = sia.setup(sia.HISTORY_DAYS + days, mix)
+        assert cluster_spec_from_dict(scenario.cluster).pools == sia_cluster(
+            spec, sia.SEED).pools
+        assert named_workload(scenario.workload) == generate_sia_workload(spec, seed=sia.SEED)
+    assert named["sia-headline"].policies[2] == {"policy": "sia",
+                                                 "params": {"history_days": sia.HISTORY_DAYS}}
+    with pytest.raises(InputError, match="alike, varied, table12"):
+        named_workload({"generator": "sia-users", "mix": "odd"})
+    with pytest.raises(InputError, match="4 queues"):
+        named_workload({"generator": "sia-users", "mix": "table12", "queues": 3})
