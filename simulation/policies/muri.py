@@ -66,7 +66,7 @@ from simulation.errors import InputError
 from simulation.interleaving_grouping import GroupingConfig
 from simulation.policies.base import Param, Policy, register
 from simulation.policies.muri_grouping import MuriGrouping, group_overhead_factors
-from simulation.policies.muri_placement import MuriPlacement
+from simulation.policies.muri_placement import MuriPlacement, Slot
 from simulation.policies.muri_selection import Entry, MuriSelection
 from simulation.policies.ordering import training_capacity
 from simulation.policies.srtf import prediction_scale, remaining_seconds
@@ -157,6 +157,9 @@ class Muri(MuriSelection, MuriGrouping, MuriPlacement, Policy):
         )
         self._init_grouping(self.rng.getrandbits(64))
         self._group_of: dict[str, int] = {}  # running job -> token of the group it runs in
+        # placement -> the negative token of the jobs found running there without one (kept
+        # across snapshots: a token stays with its job, see `MuriPlacement._track`)
+        self._untokened: dict[Placement, int] = {}
         self._next_token = 0
         self._last_regroup = -math.inf  # when the last full regroup ran
         self._view: ClusterView | None = None
@@ -199,7 +202,9 @@ class Muri(MuriSelection, MuriGrouping, MuriPlacement, Policy):
         self._free.refresh(view, self._dirty, self._riders)  # servers lent or returned too
         self._dirty.clear()
         queued, self._queue_mark = view.queued_since(self._queue_mark)
-        _, self._progress_mark = view.progress_resets_since(self._progress_mark)
+        reset, self._progress_mark = view.progress_resets_since(self._progress_mark)
+        self._forget_lines(changed)
+        self._forget_lines(reset)
         queue = view.queue
         for job_id in dict.fromkeys(queued):
             if job_id in queue:
@@ -232,26 +237,27 @@ class Muri(MuriSelection, MuriGrouping, MuriPlacement, Policy):
             return
         formed = self._formed_groups(view, selected) if self.regroup == "sticky" else None
         kept = self._fitting_groups(view, selected, capacity, formed)
-        claimed: dict[int, tuple[Placement, int]] = {}
-        taken: set[tuple[Placement, int]] = set()
+        claimed: dict[int, Slot] = {}
+        taken: set[int] = set()  # tokens of the running groups claimed
+        group_key = self._group_key
         for index, group in enumerate(kept):
             for job in group:
-                slot = (job.placement, self._group_of.get(job.job_id, -1))
-                if (job.status == _RUNNING and slot not in taken
-                        and job.gpus == job.spec.num_gpus):
-                    claimed[index] = slot
-                    taken.add(slot)
-                    break
+                if job.status == _RUNNING and job.gpus == job.spec.num_gpus:
+                    token = group_key[job.job_id]
+                    if token not in taken:
+                        claimed[index] = (job.placement, token)
+                        taken.add(token)
+                        break
         free = physical_free(view, [placement for placement, _ in claimed.values()])
         self._place(view, kept, claimed, free)
         target = self._targets(kept, claimed)
-        gaining = self._gaining_slots(target) if self.restart == "group" else set()
-        if gaining or any(target.get(job_id, (None,))[0] != slot
-                          for job_id, slot in self._group_key.items()):
-            for slot, job_ids in self._groups_in_use(view).items():
+        gaining = self._gaining_groups(target) if self.restart == "group" else set()
+        if gaining or any((goal := target.get(job_id)) is None or goal[0][1] != token
+                          for job_id, token in group_key.items()):
+            for token, job_ids in self._groups_in_use(view).items():
                 for job_id in job_ids:
                     goal = target.get(job_id)
-                    if goal is None or goal[0] != slot or slot in gaining:
+                    if goal is None or goal[0][1] != token or token in gaining:
                         if view.job(job_id).spec.preemptible:
                             self._group_of.pop(job_id, None)
                             yield Preempt(job_id)
@@ -286,7 +292,7 @@ class Muri(MuriSelection, MuriGrouping, MuriPlacement, Policy):
         if capacity <= 0:
             return
         kept = self._fitting_groups(view, self._selected(view, False, capacity), capacity)
-        claimed: dict[int, tuple[Placement, int]] = {}
+        claimed: dict[int, Slot] = {}
         for placement in self._place(view, kept, claimed, free):
             self._free.taken(placement)
         yield from self._start(view, self._targets(kept, claimed))
@@ -299,6 +305,30 @@ class MuriS(Muri):
 
     def priority(self, view: ClusterView, job: JobView) -> tuple[float, ...]:
         return (remaining_seconds(job) * job.spec.num_gpus, job.submit_time)
+
+    def running_priorities(self, view: ClusterView) -> list[tuple[float, ...]]:
+        """`priority` from each job's `JobView.progress_line`, kept until its next progress
+        reset: (remaining work × prediction scale) × GPUs as `remaining_seconds` computes
+        it, to the bit, without reading the job each round."""
+        now = view.now
+        lines = self._priority_lines
+        jobs = view.running
+        keys = []
+        for job_id in jobs.keys():
+            line = lines.get(job_id)
+            if line is None:
+                job = jobs[job_id]
+                progress = job.progress_line
+                if progress is None:
+                    keys.append(self.priority(view, job))
+                    continue
+                line = lines[job_id] = (*progress, prediction_scale(job), job.spec.num_gpus,
+                                        job.submit_time)
+            left, since, rate, scale, gpus, submit = line
+            if now > since and rate > 0:
+                left -= rate * (now - since)
+            keys.append(((left if left > 0.0 else 0.0) * scale * gpus, submit))
+        return keys
 
     def selection_horizon(self, view: ClusterView, running: list[Entry], at: float) -> float:
         """SRSF keys of running jobs fall along lines (`JobView.progress_line`), queued
@@ -352,6 +382,24 @@ class MuriL(Muri):
 
     def priority(self, view: ClusterView, job: JobView) -> tuple[float, ...]:
         return (self._las.queue_index(view, job), job.submit_time)
+
+    def running_priorities(self, view: ClusterView) -> list[tuple[float, ...]]:
+        """`priority` with each job's queue kept until a second before its next demotion
+        (as `selection_horizon` bounds it) or its next progress reset. Only asked while
+        promotion is off (`_sorted_walk`), when a running job's queue follows its attained
+        service alone."""
+        now = view.now
+        lines = self._priority_lines
+        jobs = view.running
+        keys = []
+        for job_id in jobs.keys():
+            line = lines.get(job_id)
+            if line is None or now >= line[1]:
+                job = jobs[job_id]
+                line = lines[job_id] = (self.priority(view, job),
+                                        self._las.demotion_time(view, job) - 1.0)
+            keys.append(line[0])
+        return keys
 
     def selection_horizon(self, view: ClusterView, running: list[Entry], at: float) -> float:
         """A running job's 2D-LAS queue changes only when its attained service crosses a
