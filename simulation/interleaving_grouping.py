@@ -330,10 +330,10 @@ def max_weight_pairs(
     weight = np.rint(weights[us, vs] * 1000).astype(np.int64)
     if together is not None:
         weight = weight * (n + 1) + together[us, vs]
-    edges = np.stack([index[us], index[vs], weight], axis=1)
     graph = rx.PyGraph(multigraph=False)
     graph.add_nodes_from(order.tolist())
-    graph.add_edges_from(list(map(tuple, edges.tolist())))
+    graph.add_edges_from(list(zip(index[us].tolist(), index[vs].tolist(), weight.tolist(),
+                                  strict=True)))
     matching = rx.max_weight_matching(graph, weight_fn=int)
     order = order.tolist()
     return sorted((min(order[a], order[b]), max(order[a], order[b])) for a, b in matching)
