@@ -268,8 +268,8 @@ class Muri(MuriSelection, MuriGrouping, MuriPlacement, Policy):
     def _settled_inputs(self, view: ClusterView, selected: list[JobView], capacity: int
                         ) -> tuple[object, ...]:
         """What a full regroup's decisions depend on besides the running jobs' allocations,
-        with a mark of those: the allocation log, the servers on loan, the capacity and the
-        selection in order, each job with whether it was pinned when selected.
+        with a mark of those: the allocation log, the servers on loan, the capacity, the
+        selection in order and its pinned jobs (views compare by identity: one per job).
 
         Right after a regroup under `regroup=full` these are its own *fixed point*: with the
         same selection (hence the same plan: it depends on the selected jobs, their ranks
@@ -281,9 +281,9 @@ class Muri(MuriSelection, MuriGrouping, MuriPlacement, Policy):
         Queued jobs the selection passes over and the time itself enter only through the
         selection, which is recomputed."""
         _, mark = view.allocations_since(self._alloc_mark)
-        pinned = tuple((job.job_id, job.status == _RUNNING and not job.spec.preemptible)
-                       for job in selected)
-        return mark, self._free.lent, capacity, pinned
+        pinned = tuple(job for job in selected
+                       if not job.spec.preemptible and job.status == _RUNNING)
+        return mark, self._free.lent, capacity, tuple(selected), pinned
 
     def _launch_on_free_gpus(self, view: ClusterView) -> Iterator[Decision]:
         """An event round: steps 1–4 over queued jobs on the GPUs no group holds."""

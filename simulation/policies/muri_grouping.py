@@ -93,17 +93,20 @@ class MuriGrouping:
 
     def profile(self, job: JobView) -> tuple[tuple[float, ...], tuple[float, ...], float] | None:
         """(true stages, believed stages, solo iteration time); None = ungroupable."""
-        if job.job_id not in self._profiles:
-            profile = job_profile(job.spec)
-            if profile is None or len(profile.stage_seconds) > self.resource_types:
-                self._profiles[job.job_id] = None
-            else:
-                true = tuple(profile.stage_seconds)
-                rng = random.Random(f"{self._noise_seed}:{job.job_id}")
-                believed = noisy_stages(true, self.profiling_noise, rng)
-                solo = solo_iteration_seconds(job.spec, profile)
-                self._profiles[job.job_id] = (true, believed, solo)
-        return self._profiles[job.job_id]
+        job_id = job.job_id
+        found = self._profiles.get(job_id, False)
+        if found is not False:
+            return found
+        profile = job_profile(job.spec)
+        if profile is None or len(profile.stage_seconds) > self.resource_types:
+            found = None
+        else:
+            true = tuple(profile.stage_seconds)
+            rng = random.Random(f"{self._noise_seed}:{job_id}")
+            believed = noisy_stages(true, self.profiling_noise, rng)
+            found = (true, believed, solo_iteration_seconds(job.spec, profile))
+        self._profiles[job_id] = found
+        return found
 
     def group_share(self, members: list[JobView]) -> dict[str, float]:
         """Each member's rate factor: solo iteration time over the group's true period."""
@@ -242,7 +245,7 @@ class MuriGrouping:
         budget = capacity
         for group in groups:
             gpus = group[0].spec.num_gpus
-            pinned = any(j.status == _RUNNING and not j.spec.preemptible for j in group)
+            pinned = any(not j.spec.preemptible and j.status == _RUNNING for j in group)
             if gpus <= budget or pinned:
                 budget -= gpus
                 kept.append(group)

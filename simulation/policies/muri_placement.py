@@ -138,6 +138,9 @@ class MuriPlacement:
         target: dict[str, tuple[Slot, float]] = {}
         for index, group in enumerate(kept):
             if index in claimed:
+                if len(group) == 1:  # alone: full speed (`group_share`)
+                    target[group[0].job_id] = (claimed[index], 1.0)
+                    continue
                 for job_id, share in self.group_share(group).items():
                     target[job_id] = (claimed[index], share)
         return target
@@ -145,11 +148,13 @@ class MuriPlacement:
     def _start(self, view: ClusterView, target: dict[str, tuple[Slot, float]]
                ) -> Iterator[Decision]:
         """Launch the queued members of `target` and set every member's share."""
+        group_of, group_key = self._group_of, self._group_key
         for job_id, ((placement, token), share) in target.items():
             job = view.job(job_id)
-            self._group_of[job_id] = token
+            group_of[job_id] = token
             if job.status == _RUNNING:
-                self._track(job_id, job.placement)  # its token may be new
+                if group_key.get(job_id) != token:  # a new token: count it in its new group
+                    self._track(job_id, job.placement)
             else:
                 yield Launch(job_id, placement)
                 self._track(job_id, placement)

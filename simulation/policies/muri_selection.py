@@ -158,11 +158,12 @@ class MuriSelection:
         reached: list[Entry] = []
         budget = capacity
         while heads and budget > 0:
-            entry, index, key = heapq.heappop(heads)
+            entry, index, key = heads[0]
             stream = streams[key]
             job_id = entry[-1]
             if job_id not in claimed:
                 if key[0] > budget:
+                    heapq.heappop(heads)
                     continue  # no job of this bucket fits any more
                 budget -= key[0]
                 claimed.add(job_id)
@@ -175,9 +176,13 @@ class MuriSelection:
                             reached.append(other)
                             room -= 1
                         ahead += 1
-            following = stream.at(index + 1)
-            if following is not None:
-                heapq.heappush(heads, (following, index + 1, key))
+            index += 1
+            entries = stream.entries
+            following = entries[index] if index < len(entries) else stream.at(index)
+            if following is None:
+                heapq.heappop(heads)
+            else:  # the head's successor replaces it: one sift instead of two
+                heapq.heapreplace(heads, (following, index, key))
         reached.sort()
         return reached
 
@@ -266,8 +271,10 @@ class MuriSelection:
         return kept.selected if view.now < kept.horizon else None
 
     def _groupable(self, job: JobView) -> bool:
-        pinned = job.status == _RUNNING and not job.spec.preemptible
-        return not pinned and self.profile(job) is not None
+        """Whether `job` may share GPUs: it has a profile and is not pinned (a running job
+        that may not be preempted)."""
+        return self.profile(job) is not None and (job.spec.preemptible
+                                                  or job.status != _RUNNING)
 
     def _entry_groupable(self, view: ClusterView, entry: Entry) -> bool:
         """`_groupable` of an entry's job: not pinned (`entry[0]`) and with a profile."""
