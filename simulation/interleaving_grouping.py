@@ -228,8 +228,16 @@ def _distinct_blocks(blocks: np.ndarray) -> tuple[list[bytes], np.ndarray, np.nd
     each block the index of its distinct one."""
     flat = np.ascontiguousarray(blocks.reshape(len(blocks), -1))
     rows = flat.view(np.dtype((np.void, flat.shape[1] * flat.itemsize))).reshape(-1)
-    _, first, of = np.unique(rows, return_index=True, return_inverse=True)
-    return [rows[i].tobytes() for i in first.tolist()], blocks[first], of.reshape(-1)
+    distinct: dict[bytes, int] = {}  # a dict, not np.unique: sorting void rows is slow
+    first: list[int] = []
+    of = []
+    for i, row in enumerate(rows.tolist()):
+        found = distinct.get(row)
+        if found is None:
+            found = distinct[row] = len(first)
+            first.append(i)
+        of.append(found)
+    return list(distinct), blocks[first], np.array(of, dtype=np.intp)
 
 
 def _by_size(groups: list[list[int]]) -> list[tuple[np.ndarray, np.ndarray]]:
