@@ -293,14 +293,16 @@ def _sparse_mask(signatures: np.ndarray, degree: int) -> np.ndarray:
     (mod the class size) rather than every node courting the same few.
     """
     n = signatures.shape[0]
-    _, classes = np.unique(signatures, axis=0, return_inverse=True)
-    classes = classes.reshape(-1)
+    flat = np.ascontiguousarray(signatures)
+    rows = flat.view(np.dtype((np.void, flat.shape[1] * flat.itemsize))).reshape(-1)
+    classes: dict[bytes, list[int]] = {}  # a dict, not np.unique: sorting rows is slow
+    for node, row in enumerate(rows.tolist()):
+        classes.setdefault(row, []).append(node)
     mask = np.zeros((n, n), dtype=bool)
-    offsets = np.arange(n)[:, None] + np.arange(degree)[None, :]
-    for cls in range(int(classes.max()) + 1):
-        members = np.flatnonzero(classes == cls)
-        cols = members[offsets % len(members)]
-        np.put_along_axis(mask, cols, True, axis=1)
+    nodes = np.arange(n)[:, None]
+    offsets = nodes + np.arange(degree)[None, :]
+    for members in classes.values():
+        mask[nodes, np.array(members)[offsets % len(members)]] = True
     return mask | mask.T
 
 
