@@ -89,6 +89,7 @@ class MuriGrouping:
         self._profiles: dict[str, Profile | None] = {}
         self._plans: dict[object, list[list[list[int]]]] = {}
         self._shares: dict[tuple[str, ...], dict[str, float]] = {}
+        self._periods: dict[tuple[tuple[tuple[float, ...], tuple[float, ...]], ...], float] = {}
         self._memo: MatchingMemo | None = MatchingMemo()
 
     def profile(self, job: JobView) -> tuple[tuple[float, ...], tuple[float, ...], float] | None:
@@ -122,16 +123,29 @@ class MuriGrouping:
 
     def _compute_shares(self, members: list[JobView]) -> dict[str, float]:
         profiles = [self.profile(m) for m in members]
-        believed = [p[1] for p in profiles if p is not None]
-        _, ordering = group_iteration_time(believed, worst=self.config.worst_ordering,
-                                           resource_types=self.resource_types)
-        true = [p[0] for p in profiles if p is not None]
-        period = iteration_time_for_ordering(true, ordering, resource_types=self.resource_types)
+        period = self._group_period(tuple((p[0], p[1]) for p in profiles if p is not None))
         period *= self.config.overhead_for(len(members))
         return {
             m.job_id: min(1.0, p[2] / period) if period > 0 else 1.0
             for m, p in zip(members, profiles, strict=True) if p is not None
         }
+
+    def _group_period(self, stages: tuple[tuple[tuple[float, ...], tuple[float, ...]], ...]
+                      ) -> float:
+        """A group's true period (before overhead) under the ordering its believed stages
+        pick, from each member's (true, believed) stages: remembered, since members of one
+        model share their stages (a job's own solo time enters only its share)."""
+        period = self._periods.get(stages)
+        if period is None:
+            _, ordering = group_iteration_time([believed for _, believed in stages],
+                                               worst=self.config.worst_ordering,
+                                               resource_types=self.resource_types)
+            period = iteration_time_for_ordering([true for true, _ in stages], ordering,
+                                                 resource_types=self.resource_types)
+            if len(self._periods) >= 65_536:
+                self._periods.clear()
+            self._periods[stages] = period
+        return period
 
     def plan_groups(self, view: ClusterView, selected: list[JobView], capacity: int,
                     formed: list[list[str]] | None = None) -> list[list[JobView]]:
