@@ -58,7 +58,7 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from itertools import chain
 from typing import ClassVar
 
@@ -316,20 +316,29 @@ class MuriS(Muri):
         jobs = view.running
         keys = []
         for job_id in jobs.keys():
-            line = lines.get(job_id)
+            line = lines.get(job_id) or self._line(jobs, job_id)
             if line is None:
-                job = jobs[job_id]
-                progress = job.progress_line
-                if progress is None:
-                    keys.append(self.priority(view, job))
-                    continue
-                line = lines[job_id] = (*progress, prediction_scale(job), job.spec.num_gpus,
-                                        job.submit_time)
+                keys.append(self.priority(view, jobs[job_id]))
+                continue
             left, since, rate, scale, gpus, submit = line
             if now > since and rate > 0:
                 left -= rate * (now - since)
             keys.append(((left if left > 0.0 else 0.0) * scale * gpus, submit))
         return keys
+
+    def _line(self, jobs: Mapping[str, JobView], job_id: str
+              ) -> tuple[float, float, float, float, int, float] | None:
+        """Running `job_id`'s kept (left, since, rate, prediction scale, GPUs, submit time),
+        read from its `JobView.progress_line` if not kept yet; None while it has none."""
+        line = self._priority_lines.get(job_id)
+        if line is None:
+            job = jobs[job_id]
+            progress = job.progress_line
+            if progress is None:
+                return None
+            line = self._priority_lines[job_id] = (
+                *progress, prediction_scale(job), job.spec.num_gpus, job.submit_time)
+        return line
 
     def selection_horizon(self, view: ClusterView, running: list[Entry], at: float) -> float:
         """SRSF keys of running jobs fall along lines (`JobView.progress_line`), queued
@@ -348,11 +357,10 @@ class MuriS(Muri):
         horizon = math.inf
         ahead: tuple[bool, float, float] | None = None  # (flag, key, slope) of the last one
         for entry in running:
-            job = jobs[entry[-1]]
-            line = job.progress_line
+            line = self._line(jobs, entry[-1])
             if line is None:
                 return at
-            slope = line[2] * prediction_scale(job) * job.spec.num_gpus
+            slope = line[2] * line[3] * line[4]  # rate × prediction scale × GPUs
             key = entry[1][0]
             margin = 1e-9 * max(abs(key), 1.0)
             if ahead is not None and ahead[0] == entry[0]:
