@@ -172,10 +172,12 @@ class MuriGrouping:
         if initial is not None:
             demand = sum(key[0] * len(groups) for key, groups in zip(keys, initial, strict=True))
         excess = math.inf if self.grouping == "always" else demand - capacity
-        keep = self.ties == "keep"
+        # Each job with whether it runs (its view is one per job: `_groupable` follows) and,
+        # under ties=keep, its group's token (tokens are never 0, so False means queued).
+        group_of = self._group_of if self.ties == "keep" else None
         cache_key = (excess, tuple(
-            (key, tuple((j.job_id, self._groupable(j),
-                         keep and j.status == _RUNNING and self._group_of.get(j.job_id, -1))
+            (key, tuple((j, j.status == _RUNNING and (group_of is None
+                                                       or group_of.get(j.job_id, -1)))
                         for j in by_bucket[key])) for key in keys
         ), None if initial is None else tuple(tuple(map(tuple, g)) for g in initial))
         grouped = self._plans.get(cache_key)
@@ -187,13 +189,13 @@ class MuriGrouping:
             if len(self._plans) >= 256:
                 self._plans.clear()
             self._plans[cache_key] = grouped
-        rank = {job.job_id: i for i, job in enumerate(selected)}
+        rank = {job: i for i, job in enumerate(selected)}
         groups = [
-            sorted((by_bucket[key][i] for i in members), key=lambda j: rank[j.job_id])
+            sorted([by_bucket[key][i] for i in members], key=rank.__getitem__)
             for key, bucket_groups in zip(keys, grouped, strict=True)
             for members in bucket_groups
         ]
-        groups.sort(key=lambda g: rank[g[0].job_id])
+        groups.sort(key=lambda g: rank[g[0]])
         return groups
 
     @staticmethod
