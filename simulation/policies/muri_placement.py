@@ -38,7 +38,9 @@ class MuriPlacement:
         self._members: dict[int, int] = {}  # group -> running members
         self._group_placement: dict[int, Placement] = {}  # group -> its placement
         self._riders: dict[str, int] = {}  # server -> GPUs of members beyond each group's first
-        self._slowed: set[str] = set()  # running jobs that may run at a share below 1
+        # Every job at a share below 1 (and maybe some back at 1): the running jobs found
+        # so at a reset and each job given such a share; `_any_slowed` and `_sync` prune it.
+        self._slowed: set[str] = set()
         self._dirty: set[str] = set()  # servers whose free GPUs need recounting
 
     def _track(self, job_id: str, placement: Placement) -> None:
@@ -118,9 +120,8 @@ class MuriPlacement:
         add them to `claimed` with a new token; those that do not fit wait. Returns the
         placements taken from `free`."""
         placed: list[Placement] = []
-        for index in sorted(range(len(kept)), key=lambda i: -kept[i][0].spec.num_gpus):
-            if index in claimed:
-                continue
+        waiting = [index for index in range(len(kept)) if index not in claimed]
+        for index in sorted(waiting, key=lambda i: -kept[i][0].spec.num_gpus):  # stable
             spec = kept[index][0].spec
             placement = fit_placement(
                 view, free, spec.num_gpus, gpus_per_worker=spec.gpus_per_worker,
@@ -148,7 +149,7 @@ class MuriPlacement:
     def _start(self, view: ClusterView, target: dict[str, tuple[Slot, float]]
                ) -> Iterator[Decision]:
         """Launch the queued members of `target` and set every member's share."""
-        group_of, group_key = self._group_of, self._group_key
+        group_of, group_key, slowed = self._group_of, self._group_key, self._slowed
         for job_id, ((placement, token), share) in target.items():
             job = view.job(job_id)
             group_of[job_id] = token
@@ -158,7 +159,8 @@ class MuriPlacement:
             else:
                 yield Launch(job_id, placement)
                 self._track(job_id, placement)
-            if share_changed(job, share):
+            # A job outside `_slowed` runs (or waits) at share 1: only SetShare lowers it.
+            if (share < 1.0 or job_id in slowed) and share_changed(job, share):
                 yield SetShare(job_id, share)
             if share < 1.0:
-                self._slowed.add(job_id)
+                slowed.add(job_id)
