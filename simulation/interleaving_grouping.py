@@ -228,8 +228,16 @@ def _distinct_blocks(blocks: np.ndarray) -> tuple[list[bytes], np.ndarray, np.nd
     each block the index of its distinct one."""
     flat = np.ascontiguousarray(blocks.reshape(len(blocks), -1))
     rows = flat.view(np.dtype((np.void, flat.shape[1] * flat.itemsize))).reshape(-1)
-    _, first, of = np.unique(rows, return_index=True, return_inverse=True)
-    return [rows[i].tobytes() for i in first.tolist()], blocks[first], of.reshape(-1)
+    distinct: dict[bytes, int] = {}  # a dict, not np.unique: sorting void rows is slow
+    first: list[int] = []
+    of = []
+    for i, row in enumerate(rows.tolist()):
+        found = distinct.get(row)
+        if found is None:
+            found = distinct[row] = len(first)
+            first.append(i)
+        of.append(found)
+    return list(distinct), blocks[first], np.array(of, dtype=np.intp)
 
 
 def _by_size(groups: list[list[int]]) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -285,14 +293,16 @@ def _sparse_mask(signatures: np.ndarray, degree: int) -> np.ndarray:
     (mod the class size) rather than every node courting the same few.
     """
     n = signatures.shape[0]
-    _, classes = np.unique(signatures, axis=0, return_inverse=True)
-    classes = classes.reshape(-1)
+    flat = np.ascontiguousarray(signatures)
+    rows = flat.view(np.dtype((np.void, flat.shape[1] * flat.itemsize))).reshape(-1)
+    classes: dict[bytes, list[int]] = {}  # a dict, not np.unique: sorting rows is slow
+    for node, row in enumerate(rows.tolist()):
+        classes.setdefault(row, []).append(node)
     mask = np.zeros((n, n), dtype=bool)
-    offsets = np.arange(n)[:, None] + np.arange(degree)[None, :]
-    for cls in range(int(classes.max()) + 1):
-        members = np.flatnonzero(classes == cls)
-        cols = members[offsets % len(members)]
-        np.put_along_axis(mask, cols, True, axis=1)
+    nodes = np.arange(n)[:, None]
+    offsets = nodes + np.arange(degree)[None, :]
+    for members in classes.values():
+        mask[nodes, np.array(members)[offsets % len(members)]] = True
     return mask | mask.T
 
 
@@ -330,10 +340,10 @@ def max_weight_pairs(
     weight = np.rint(weights[us, vs] * 1000).astype(np.int64)
     if together is not None:
         weight = weight * (n + 1) + together[us, vs]
-    edges = np.stack([index[us], index[vs], weight], axis=1)
     graph = rx.PyGraph(multigraph=False)
     graph.add_nodes_from(order.tolist())
-    graph.add_edges_from(list(map(tuple, edges.tolist())))
+    graph.add_edges_from(list(zip(index[us].tolist(), index[vs].tolist(), weight.tolist(),
+                                  strict=True)))
     matching = rx.max_weight_matching(graph, weight_fn=int)
     order = order.tolist()
     return sorted((min(order[a], order[b]), max(order[a], order[b])) for a, b in matching)

@@ -58,7 +58,8 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from itertools import chain
 from typing import ClassVar
 
 from simulation.decisions import Decision, Placement, Preempt
@@ -66,7 +67,7 @@ from simulation.errors import InputError
 from simulation.interleaving_grouping import GroupingConfig
 from simulation.policies.base import Param, Policy, register
 from simulation.policies.muri_grouping import MuriGrouping, group_overhead_factors
-from simulation.policies.muri_placement import MuriPlacement
+from simulation.policies.muri_placement import MuriPlacement, Slot
 from simulation.policies.muri_selection import Entry, MuriSelection
 from simulation.policies.ordering import training_capacity
 from simulation.policies.srtf import prediction_scale, remaining_seconds
@@ -157,6 +158,9 @@ class Muri(MuriSelection, MuriGrouping, MuriPlacement, Policy):
         )
         self._init_grouping(self.rng.getrandbits(64))
         self._group_of: dict[str, int] = {}  # running job -> token of the group it runs in
+        # placement -> the negative token of the jobs found running there without one (kept
+        # across snapshots: a token stays with its job, see `MuriPlacement._track`)
+        self._untokened: dict[Placement, int] = {}
         self._next_token = 0
         self._last_regroup = -math.inf  # when the last full regroup ran
         self._view: ClusterView | None = None
@@ -199,7 +203,9 @@ class Muri(MuriSelection, MuriGrouping, MuriPlacement, Policy):
         self._free.refresh(view, self._dirty, self._riders)  # servers lent or returned too
         self._dirty.clear()
         queued, self._queue_mark = view.queued_since(self._queue_mark)
-        _, self._progress_mark = view.progress_resets_since(self._progress_mark)
+        reset, self._progress_mark = view.progress_resets_since(self._progress_mark)
+        self._forget_lines(changed)
+        self._forget_lines(reset)
         queue = view.queue
         for job_id in dict.fromkeys(queued):
             if job_id in queue:
@@ -232,26 +238,27 @@ class Muri(MuriSelection, MuriGrouping, MuriPlacement, Policy):
             return
         formed = self._formed_groups(view, selected) if self.regroup == "sticky" else None
         kept = self._fitting_groups(view, selected, capacity, formed)
-        claimed: dict[int, tuple[Placement, int]] = {}
-        taken: set[tuple[Placement, int]] = set()
+        claimed: dict[int, Slot] = {}
+        taken: set[int] = set()  # tokens of the running groups claimed
+        group_key = self._group_key
         for index, group in enumerate(kept):
             for job in group:
-                slot = (job.placement, self._group_of.get(job.job_id, -1))
-                if (job.status == _RUNNING and slot not in taken
-                        and job.gpus == job.spec.num_gpus):
-                    claimed[index] = slot
-                    taken.add(slot)
-                    break
+                if job.status == _RUNNING and job.gpus == job.spec.num_gpus:
+                    token = group_key[job.job_id]
+                    if token not in taken:
+                        claimed[index] = (job.placement, token)
+                        taken.add(token)
+                        break
         free = physical_free(view, [placement for placement, _ in claimed.values()])
         self._place(view, kept, claimed, free)
         target = self._targets(kept, claimed)
-        gaining = self._gaining_slots(target) if self.restart == "group" else set()
-        if gaining or any(target.get(job_id, (None,))[0] != slot
-                          for job_id, slot in self._group_key.items()):
-            for slot, job_ids in self._groups_in_use(view).items():
+        gaining = self._gaining_groups(target) if self.restart == "group" else set()
+        if gaining or any((goal := target.get(job_id)) is None or goal[0][1] != token
+                          for job_id, token in group_key.items()):
+            for token, job_ids in self._groups_in_use(view).items():
                 for job_id in job_ids:
                     goal = target.get(job_id)
-                    if goal is None or goal[0] != slot or slot in gaining:
+                    if goal is None or goal[0][1] != token or token in gaining:
                         if view.job(job_id).spec.preemptible:
                             self._group_of.pop(job_id, None)
                             yield Preempt(job_id)
@@ -262,8 +269,8 @@ class Muri(MuriSelection, MuriGrouping, MuriPlacement, Policy):
     def _settled_inputs(self, view: ClusterView, selected: list[JobView], capacity: int
                         ) -> tuple[object, ...]:
         """What a full regroup's decisions depend on besides the running jobs' allocations,
-        with a mark of those: the allocation log, the servers on loan, the capacity and the
-        selection in order, each job with whether it was pinned when selected.
+        with a mark of those: the allocation log, the servers on loan, the capacity, the
+        selection in order and its pinned jobs (views compare by identity: one per job).
 
         Right after a regroup under `regroup=full` these are its own *fixed point*: with the
         same selection (hence the same plan: it depends on the selected jobs, their ranks
@@ -275,9 +282,9 @@ class Muri(MuriSelection, MuriGrouping, MuriPlacement, Policy):
         Queued jobs the selection passes over and the time itself enter only through the
         selection, which is recomputed."""
         _, mark = view.allocations_since(self._alloc_mark)
-        pinned = tuple((job.job_id, job.status == _RUNNING and not job.spec.preemptible)
-                       for job in selected)
-        return mark, self._free.lent, capacity, pinned
+        pinned = tuple(job for job in selected
+                       if not job.spec.preemptible and job.status == _RUNNING)
+        return mark, self._free.lent, capacity, tuple(selected), pinned
 
     def _launch_on_free_gpus(self, view: ClusterView) -> Iterator[Decision]:
         """An event round: steps 1–4 over queued jobs on the GPUs no group holds."""
@@ -286,7 +293,7 @@ class Muri(MuriSelection, MuriGrouping, MuriPlacement, Policy):
         if capacity <= 0:
             return
         kept = self._fitting_groups(view, self._selected(view, False, capacity), capacity)
-        claimed: dict[int, tuple[Placement, int]] = {}
+        claimed: dict[int, Slot] = {}
         for placement in self._place(view, kept, claimed, free):
             self._free.taken(placement)
         yield from self._start(view, self._targets(kept, claimed))
@@ -300,6 +307,39 @@ class MuriS(Muri):
     def priority(self, view: ClusterView, job: JobView) -> tuple[float, ...]:
         return (remaining_seconds(job) * job.spec.num_gpus, job.submit_time)
 
+    def running_priorities(self, view: ClusterView) -> list[tuple[float, ...]]:
+        """`priority` from each job's `JobView.progress_line`, kept until its next progress
+        reset: (remaining work × prediction scale) × GPUs as `remaining_seconds` computes
+        it, to the bit, without reading the job each round."""
+        now = view.now
+        lines = self._priority_lines
+        jobs = view.running
+        keys = []
+        for job_id in jobs.keys():
+            line = lines.get(job_id) or self._line(jobs, job_id)
+            if line is None:
+                keys.append(self.priority(view, jobs[job_id]))
+                continue
+            left, since, rate, scale, gpus, submit = line
+            if now > since and rate > 0:
+                left -= rate * (now - since)
+            keys.append(((left if left > 0.0 else 0.0) * scale * gpus, submit))
+        return keys
+
+    def _line(self, jobs: Mapping[str, JobView], job_id: str
+              ) -> tuple[float, float, float, float, int, float] | None:
+        """Running `job_id`'s kept (left, since, rate, prediction scale, GPUs, submit time),
+        read from its `JobView.progress_line` if not kept yet; None while it has none."""
+        line = self._priority_lines.get(job_id)
+        if line is None:
+            job = jobs[job_id]
+            progress = job.progress_line
+            if progress is None:
+                return None
+            line = self._priority_lines[job_id] = (
+                *progress, prediction_scale(job), job.spec.num_gpus, job.submit_time)
+        return line
+
     def selection_horizon(self, view: ClusterView, running: list[Entry], at: float) -> float:
         """SRSF keys of running jobs fall along lines (`JobView.progress_line`), queued
         ones stand still, so the order first changes when a running entry reaches the entry
@@ -308,15 +348,19 @@ class MuriS(Muri):
         the one ahead falls only if not paused) and keys closer than a billionth count as
         crossed, so float rounding cannot reorder them earlier."""
         jobs = view.running
-        waiting = [entries for entries in self._waiting.values() if entries]
+        # The queued entries below the last running one, in one sorted list (a sort of
+        # sorted runs, in C), instead of a bisection of every bucket per running entry.
+        if not running:
+            return math.inf
+        waiting = sorted(chain.from_iterable(
+            entries[:bisect_left(entries, running[-1])] for entries in self._waiting.values()))
         horizon = math.inf
         ahead: tuple[bool, float, float] | None = None  # (flag, key, slope) of the last one
         for entry in running:
-            job = jobs[entry[-1]]
-            line = job.progress_line
+            line = self._line(jobs, entry[-1])
             if line is None:
                 return at
-            slope = line[2] * prediction_scale(job) * job.spec.num_gpus
+            slope = line[2] * line[3] * line[4]  # rate × prediction scale × GPUs
             key = entry[1][0]
             margin = 1e-9 * max(abs(key), 1.0)
             if ahead is not None and ahead[0] == entry[0]:
@@ -325,15 +369,12 @@ class MuriS(Muri):
                     return at
                 if slope > ahead[2]:
                     horizon = min(horizon, at + gap / (slope - ahead[2]))
-            if entry[0]:  # the queued entry just before it: the last one below, per bucket
-                before = [entries[index - 1] for entries in waiting
-                          if (index := bisect_left(entries, entry))]
-                if before:
-                    gap = key - max(before)[1][0] - margin
-                    if gap <= 0:
-                        return at
-                    if slope > 0:
-                        horizon = min(horizon, at + gap / slope)
+            if entry[0] and (index := bisect_left(waiting, entry)):  # the queued one before
+                gap = key - waiting[index - 1][1][0] - margin
+                if gap <= 0:
+                    return at
+                if slope > 0:
+                    horizon = min(horizon, at + gap / slope)
             ahead = (entry[0], key, slope if line[1] <= at else 0.0)
         return horizon
 
@@ -352,6 +393,24 @@ class MuriL(Muri):
 
     def priority(self, view: ClusterView, job: JobView) -> tuple[float, ...]:
         return (self._las.queue_index(view, job), job.submit_time)
+
+    def running_priorities(self, view: ClusterView) -> list[tuple[float, ...]]:
+        """`priority` with each job's queue kept until a second before its next demotion
+        (as `selection_horizon` bounds it) or its next progress reset. Only asked while
+        promotion is off (`_sorted_walk`), when a running job's queue follows its attained
+        service alone."""
+        now = view.now
+        lines = self._priority_lines
+        jobs = view.running
+        keys = []
+        for job_id in jobs.keys():
+            line = lines.get(job_id)
+            if line is None or now >= line[1]:
+                job = jobs[job_id]
+                line = lines[job_id] = (self.priority(view, job),
+                                        self._las.demotion_time(view, job) - 1.0)
+            keys.append(line[0])
+        return keys
 
     def selection_horizon(self, view: ClusterView, running: list[Entry], at: float) -> float:
         """A running job's 2D-LAS queue changes only when its attained service crosses a

@@ -89,21 +89,25 @@ class MuriGrouping:
         self._profiles: dict[str, Profile | None] = {}
         self._plans: dict[object, list[list[list[int]]]] = {}
         self._shares: dict[tuple[str, ...], dict[str, float]] = {}
+        self._periods: dict[tuple[tuple[tuple[float, ...], tuple[float, ...]], ...], float] = {}
         self._memo: MatchingMemo | None = MatchingMemo()
 
     def profile(self, job: JobView) -> tuple[tuple[float, ...], tuple[float, ...], float] | None:
         """(true stages, believed stages, solo iteration time); None = ungroupable."""
-        if job.job_id not in self._profiles:
-            profile = job_profile(job.spec)
-            if profile is None or len(profile.stage_seconds) > self.resource_types:
-                self._profiles[job.job_id] = None
-            else:
-                true = tuple(profile.stage_seconds)
-                rng = random.Random(f"{self._noise_seed}:{job.job_id}")
-                believed = noisy_stages(true, self.profiling_noise, rng)
-                solo = solo_iteration_seconds(job.spec, profile)
-                self._profiles[job.job_id] = (true, believed, solo)
-        return self._profiles[job.job_id]
+        job_id = job.job_id
+        found = self._profiles.get(job_id, False)
+        if found is not False:
+            return found
+        profile = job_profile(job.spec)
+        if profile is None or len(profile.stage_seconds) > self.resource_types:
+            found = None
+        else:
+            true = tuple(profile.stage_seconds)
+            rng = random.Random(f"{self._noise_seed}:{job_id}")
+            believed = noisy_stages(true, self.profiling_noise, rng)
+            found = (true, believed, solo_iteration_seconds(job.spec, profile))
+        self._profiles[job_id] = found
+        return found
 
     def group_share(self, members: list[JobView]) -> dict[str, float]:
         """Each member's rate factor: solo iteration time over the group's true period."""
@@ -119,16 +123,29 @@ class MuriGrouping:
 
     def _compute_shares(self, members: list[JobView]) -> dict[str, float]:
         profiles = [self.profile(m) for m in members]
-        believed = [p[1] for p in profiles if p is not None]
-        _, ordering = group_iteration_time(believed, worst=self.config.worst_ordering,
-                                           resource_types=self.resource_types)
-        true = [p[0] for p in profiles if p is not None]
-        period = iteration_time_for_ordering(true, ordering, resource_types=self.resource_types)
+        period = self._group_period(tuple((p[0], p[1]) for p in profiles if p is not None))
         period *= self.config.overhead_for(len(members))
         return {
             m.job_id: min(1.0, p[2] / period) if period > 0 else 1.0
             for m, p in zip(members, profiles, strict=True) if p is not None
         }
+
+    def _group_period(self, stages: tuple[tuple[tuple[float, ...], tuple[float, ...]], ...]
+                      ) -> float:
+        """A group's true period (before overhead) under the ordering its believed stages
+        pick, from each member's (true, believed) stages: remembered, since members of one
+        model share their stages (a job's own solo time enters only its share)."""
+        period = self._periods.get(stages)
+        if period is None:
+            _, ordering = group_iteration_time([believed for _, believed in stages],
+                                               worst=self.config.worst_ordering,
+                                               resource_types=self.resource_types)
+            period = iteration_time_for_ordering([true for true, _ in stages], ordering,
+                                                 resource_types=self.resource_types)
+            if len(self._periods) >= 65_536:
+                self._periods.clear()
+            self._periods[stages] = period
+        return period
 
     def plan_groups(self, view: ClusterView, selected: list[JobView], capacity: int,
                     formed: list[list[str]] | None = None) -> list[list[JobView]]:
@@ -155,10 +172,12 @@ class MuriGrouping:
         if initial is not None:
             demand = sum(key[0] * len(groups) for key, groups in zip(keys, initial, strict=True))
         excess = math.inf if self.grouping == "always" else demand - capacity
-        keep = self.ties == "keep"
+        # Each job with whether it runs (its view is one per job: `_groupable` follows) and,
+        # under ties=keep, its group's token (tokens are never 0, so False means queued).
+        group_of = self._group_of if self.ties == "keep" else None
         cache_key = (excess, tuple(
-            (key, tuple((j.job_id, self._groupable(j),
-                         keep and j.status == _RUNNING and self._group_of.get(j.job_id, -1))
+            (key, tuple((j, j.status == _RUNNING and (group_of is None
+                                                       or group_of.get(j.job_id, -1)))
                         for j in by_bucket[key])) for key in keys
         ), None if initial is None else tuple(tuple(map(tuple, g)) for g in initial))
         grouped = self._plans.get(cache_key)
@@ -170,13 +189,13 @@ class MuriGrouping:
             if len(self._plans) >= 256:
                 self._plans.clear()
             self._plans[cache_key] = grouped
-        rank = {job.job_id: i for i, job in enumerate(selected)}
+        rank = {job: i for i, job in enumerate(selected)}
         groups = [
-            sorted((by_bucket[key][i] for i in members), key=lambda j: rank[j.job_id])
+            sorted([by_bucket[key][i] for i in members], key=rank.__getitem__)
             for key, bucket_groups in zip(keys, grouped, strict=True)
             for members in bucket_groups
         ]
-        groups.sort(key=lambda g: rank[g[0].job_id])
+        groups.sort(key=lambda g: rank[g[0]])
         return groups
 
     @staticmethod
@@ -242,7 +261,7 @@ class MuriGrouping:
         budget = capacity
         for group in groups:
             gpus = group[0].spec.num_gpus
-            pinned = any(j.status == _RUNNING and not j.spec.preemptible for j in group)
+            pinned = any(not j.spec.preemptible and j.status == _RUNNING for j in group)
             if gpus <= budget or pinned:
                 budget -= gpus
                 kept.append(group)

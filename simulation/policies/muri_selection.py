@@ -88,6 +88,15 @@ class MuriSelection:
         self._waiting: dict[BucketKey, list[Entry]] = {}  # queued jobs per bucket, sorted
         self._entry: dict[str, tuple[BucketKey, Entry]] = {}  # queued job -> its entry
         self._kept_selection: _KeptSelection | None = None  # see `_kept_running_selection`
+        # running job -> what `running_priorities` keeps of it until its progress resets
+        self._priority_lines: dict[str, tuple] = {}
+        self._running_kinds: dict[str, tuple[BucketKey, bool]] = {}  # job -> bucket, preemptible
+
+    def _forget_lines(self, job_ids: list[str]) -> None:
+        """Drop the kept priority lines of jobs whose progress reset or that stopped."""
+        lines = self._priority_lines
+        for job_id in job_ids:
+            lines.pop(job_id, None)
 
     def priority(self, view: ClusterView, job: JobView) -> tuple[float, ...]:
         raise NotImplementedError
@@ -95,6 +104,12 @@ class MuriSelection:
     def priority_frozen_while_queued(self) -> bool:
         """Whether a queued job's `priority` stays as it was when it entered the queue."""
         return True
+
+    def running_priorities(self, view: ClusterView) -> list[tuple[float, ...]]:
+        """`priority` of every running job, in `view.running`'s order. A policy whose
+        running keys follow lines between progress resets may keep the lines in
+        `_priority_lines` (dropped at each reset) instead of reading every job afresh."""
+        return [self.priority(view, job) for job in view.running.values()]
 
     def selection_horizon(self, view: ClusterView, running: list[Entry], at: float) -> float:
         """A time before which the order of the running and queued entries cannot change
@@ -143,11 +158,12 @@ class MuriSelection:
         reached: list[Entry] = []
         budget = capacity
         while heads and budget > 0:
-            entry, index, key = heapq.heappop(heads)
+            entry, index, key = heads[0]
             stream = streams[key]
             job_id = entry[-1]
             if job_id not in claimed:
                 if key[0] > budget:
+                    heapq.heappop(heads)
                     continue  # no job of this bucket fits any more
                 budget -= key[0]
                 claimed.add(job_id)
@@ -160,9 +176,13 @@ class MuriSelection:
                             reached.append(other)
                             room -= 1
                         ahead += 1
-            following = stream.at(index + 1)
-            if following is not None:
-                heapq.heappush(heads, (following, index + 1, key))
+            index += 1
+            entries = stream.entries
+            following = entries[index] if index < len(entries) else stream.at(index)
+            if following is None:
+                heapq.heappop(heads)
+            else:  # the head's successor replaces it: one sift instead of two
+                heapq.heapreplace(heads, (following, index, key))
         reached.sort()
         return reached
 
@@ -202,12 +222,7 @@ class MuriSelection:
                 return kept
             running: dict[BucketKey, list[Entry]] = {}
             if with_running:
-                for position, job in enumerate(view.running.values()):
-                    entry = (job.spec.preemptible, self.priority(view, job), 0, position,
-                             job.job_id)
-                    running.setdefault(bucket_key(job), []).append(entry)
-                for entries in running.values():
-                    entries.sort()
+                self._running_entries(view, running)
             selected = [view.job(entry[-1]) for entry in self._reach(view, running, capacity)]
             if with_running:
                 self._kept_selection = _KeptSelection(
@@ -222,6 +237,21 @@ class MuriSelection:
                 not (j.status == _RUNNING and not j.spec.preemptible), self.priority(view, j),
             ))
         return self.select(view, ordered, capacity)
+
+    def _running_entries(self, view: ClusterView, running: dict[BucketKey, list[Entry]]
+                         ) -> None:
+        """Fill `running` with the running jobs' entries per bucket, each bucket sorted."""
+        kinds = self._running_kinds
+        jobs = view.running
+        for position, (job_id, priority) in enumerate(
+                zip(jobs.keys(), self.running_priorities(view), strict=True)):
+            kind = kinds.get(job_id)
+            if kind is None:
+                job = jobs[job_id]
+                kind = kinds[job_id] = (bucket_key(job), job.spec.preemptible)
+            running.setdefault(kind[0], []).append((kind[1], priority, 0, position, job_id))
+        for entries in running.values():
+            entries.sort()
 
     def _kept_running_selection(self, capacity: int) -> list[JobView] | None:
         """The last full selection, if nothing it depends on can have changed since: no
@@ -241,8 +271,10 @@ class MuriSelection:
         return kept.selected if view.now < kept.horizon else None
 
     def _groupable(self, job: JobView) -> bool:
-        pinned = job.status == _RUNNING and not job.spec.preemptible
-        return not pinned and self.profile(job) is not None
+        """Whether `job` may share GPUs: it has a profile and is not pinned (a running job
+        that may not be preempted)."""
+        return self.profile(job) is not None and (job.spec.preemptible
+                                                  or job.status != _RUNNING)
 
     def _entry_groupable(self, view: ClusterView, entry: Entry) -> bool:
         """`_groupable` of an entry's job: not pinned (`entry[0]`) and with a profile."""

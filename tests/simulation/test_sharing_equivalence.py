@@ -161,7 +161,8 @@ class MuriDefinition:
         return any(job.share < 1.0 for job in view.running.values())
 
     def _launch_on_free_gpus(self, view: ClusterView) -> Iterator[Decision]:
-        free = physical_free(view, [placement for placement, _ in self._groups_in_use(view)])
+        free = physical_free(view, [view.job(job_ids[0]).placement
+                                    for job_ids in self._groups_in_use(view).values()])
         capacity = sum(free.values())
         if capacity <= 0:
             return
