@@ -185,8 +185,11 @@ class ClusterState:
         self.queue_log: list[str] = []  # ids of jobs as they entered the queue, in order
         self._queue_holes = 0  # jobs deleted from the queue dict since it was last rebuilt
         # (submit time, trace index) of the queued jobs in queue order while that order is
-        # sorted by the pair; None once a tie went in out of trace order (see `enqueue`).
+        # sorted by the pair, and their ids in the same order; None once a tie went in out of
+        # trace order (see `enqueue`).
         self._queue_keys: list[tuple[float, int]] | None = []
+        self._queue_ids: list[str] | None = []
+        self._queue_stale = False  # the dict's order lags `_queue_ids` (`settle_queue`)
         self.running: dict[str, JobState] = {}
         self._started = 0  # jobs put in `running`, counted
         for pool in spec.pools:
@@ -220,45 +223,61 @@ class ClusterState:
         Arrivals append (a job submitted at the same time as the last one goes after it); a
         job submitted earlier than the last one (a preempted job) is put where (submit time,
         trace order) puts it: by bisection while the queue is sorted by that pair, else by
-        sorting the whole queue, which leaves it sorted. Either way the dict is changed in
-        place (views hold a reference to it): the jobs behind the new one are popped and
-        re-appended when they are fewer than half the queue, else the dict is rebuilt.
+        sorting the whole queue, which leaves it sorted.
+
+        While sorted, the order is kept in `_queue_ids` and a job put in the middle goes at
+        the dict's end: moving the jobs behind it, one preemption at a time, cost a fifth of
+        Muri-L's and Themis' runs on long queues (issue #22). The dict takes the order again
+        in `settle_queue`, once, before anything reads it in order (the view does); its
+        length and members are right all along.
         """
         job.status = JobStatus.QUEUED
         job.queued_since = now
-        queue, keys = self.queue, self._queue_keys
+        queue, keys, ids = self.queue, self._queue_keys, self._queue_ids
         key = (job.spec.submit_time, job.index)
         self.queued_gpus += job.spec.num_gpus
         sizes = self.queued_sizes
         sizes[job.spec.num_gpus] = sizes.get(job.spec.num_gpus, 0) + 1
         self.queue_log.append(job.job_id)
-        last = next(reversed(queue.values()), None) if queue else None
-        if last is None or job.spec.submit_time >= last.spec.submit_time:
-            queue[job.job_id] = job
-            if keys is not None:
-                if keys and key < keys[-1]:
-                    self._queue_keys = None  # a tie out of trace order: no longer sorted
+        if keys is not None and ids is not None:
+            if not keys or job.spec.submit_time >= keys[-1][0]:
+                if keys and key < keys[-1]:  # a tie out of trace order: no longer sorted
+                    self.settle_queue()
+                    self._queue_keys = self._queue_ids = None
                 else:
                     keys.append(key)
-            return
-        if keys is not None:
+                    ids.append(job.job_id)
+                queue[job.job_id] = job
+                return
             at = bisect_left(keys, key)
             keys.insert(at, key)
-            if len(queue) - at < len(queue) // 2:  # re-append only the jobs behind it
-                behind = [queue.popitem() for _ in range(len(queue) - at)]
-                queue[job.job_id] = job
-                queue.update(reversed(behind))
-                return
-            items = list(queue.items())
-            items.insert(at, (job.job_id, job))
-        else:
+            ids.insert(at, job.job_id)
             queue[job.job_id] = job
-            items = sorted(queue.items(), key=lambda item: (item[1].spec.submit_time,
-                                                            item[1].index))
-            self._queue_keys = [(j.spec.submit_time, j.index) for _, j in items]
+            self._queue_stale = True
+            return
+        last = next(reversed(queue.values()), None) if queue else None
+        queue[job.job_id] = job
+        if last is None or job.spec.submit_time >= last.spec.submit_time:
+            return
+        items = sorted(queue.items(), key=lambda item: (item[1].spec.submit_time,
+                                                        item[1].index))
+        self._queue_keys = [(j.spec.submit_time, j.index) for _, j in items]
+        self._queue_ids = [job_id for job_id, _ in items]
         queue.clear()
         queue.update(items)
         self._queue_holes = 0
+
+    def settle_queue(self) -> None:
+        """Put the queue dict in queue order (`enqueue`); every in-order read calls this."""
+        if not self._queue_stale:
+            return
+        ids = self._queue_ids
+        assert ids is not None
+        queue = self.queue
+        queue.clear()
+        queue.update(zip(ids, map(self.jobs.__getitem__, ids), strict=True))
+        self._queue_holes = 0
+        self._queue_stale = False
 
     @property
     def queue_in_submit_order(self) -> bool:
@@ -270,23 +289,27 @@ class ClusterState:
         grows, and iteration steps over holes one by one: with launches at the front of a
         long queue, finding its head (FIFO) would cost the holes before it. So the dict is
         rebuilt in place, in order, once the holes outnumber its jobs (amortised O(1))."""
+        keys, ids = self._queue_keys, self._queue_ids
+        if keys is not None and ids is not None:
+            at = bisect_left(keys, (job.spec.submit_time, job.index))
+            del keys[at], ids[at]
         queue = self.queue
         del queue[job.job_id]
         self._queue_holes += 1
         if self._queue_holes > len(queue) + 64:
-            items = list(queue.items())
-            queue.clear()
-            queue.update(items)
-            self._queue_holes = 0
+            if self._queue_stale:
+                self.settle_queue()
+            else:
+                items = list(queue.items())
+                queue.clear()
+                queue.update(items)
+                self._queue_holes = 0
         self.queued_gpus -= job.spec.num_gpus
         sizes = self.queued_sizes
         if sizes[job.spec.num_gpus] == 1:
             del sizes[job.spec.num_gpus]
         else:
             sizes[job.spec.num_gpus] -= 1
-        keys = self._queue_keys
-        if keys is not None:
-            del keys[bisect_left(keys, (job.spec.submit_time, job.index))]
 
     def start_running(self, job: JobState) -> None:
         """Put `job` at the end of `running`. Its `run_seq` then sorts the running jobs as

@@ -238,6 +238,30 @@ class _ViewMapping(Mapping[str, JobView]):
         return [views[job_id] for job_id in self._jobs]
 
 
+class _QueueMapping(_ViewMapping):
+    """The queue's mapping: the engine's dict is put in queue order before any in-order read
+    (`ClusterState.settle_queue`); lookups and its length need no order."""
+
+    __slots__ = ("_settle",)
+
+    def __init__(self, state: ClusterState, views: dict[str, JobView]) -> None:
+        super().__init__(state.queue, views)
+        self._settle = state.settle_queue
+
+    def __iter__(self) -> Iterator[str]:
+        self._settle()
+        return iter(self._jobs)
+
+    def keys(self):  # type: ignore[override]
+        self._settle()
+        return self._jobs.keys()
+
+    def values(self):  # type: ignore[override]
+        self._settle()
+        views = self._views
+        return [views[job_id] for job_id in self._jobs]
+
+
 class ClusterView:
     """Everything a policy may read: time, servers, queued and running jobs."""
 
@@ -248,7 +272,7 @@ class ClusterView:
         self._clock = clock
         self._job_views: dict[str, JobView] = {}
         self._server_views = {sid: ServerView(s) for sid, s in state.servers.items()}
-        self.queue: Mapping[str, JobView] = _ViewMapping(state.queue, self._job_views)
+        self.queue: Mapping[str, JobView] = _QueueMapping(state, self._job_views)
         self.running: Mapping[str, JobView] = _ViewMapping(state.running, self._job_views)
         self.servers: Mapping[str, ServerView] = MappingProxyType(self._server_views)
         # The run's scaling curves, for policies that weigh a GPU's marginal gain (EDL, Gandiva).
