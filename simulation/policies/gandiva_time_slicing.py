@@ -163,7 +163,16 @@ class GandivaTimeSlicing:
         touched, self._touched_shares = self._touched_shares, set()
         jobs: set[str] = set()
         for sid in touched:
-            jobs.update(view.servers[sid].jobs)
+            members = view.servers[sid].jobs
+            plan = self._plans.get(sid) if self._quanta else None
+            if plan is None:
+                jobs.update(members)
+                continue
+            # A job already suspended that stays suspended in the whole of its server's
+            # fresh plan keeps its share: most members of a crowded server (issue #22).
+            runners = self._runners(plan)
+            suspended = self._suspended
+            jobs.update(j for j in members if j not in suspended or j in runners)
         for job_id in sorted(jobs, key=self._rank.__getitem__):
             job = view.job(job_id)
             if self._quanta:
@@ -194,6 +203,16 @@ class GandivaTimeSlicing:
             if plan is not None and plan.expires and abs(plan.expiry(self.time_slice) - at) < 1e-6:
                 self._touched_shares.add(sid)
 
+    def _runners(self, plan: RotationPlan) -> set[str]:
+        """The jobs whose unit has a share above 0 in some quantum of `plan`."""
+        runners: set[str] = set()
+        for unit in set().union(*(s.ran for s in plan.slices)):
+            if isinstance(unit, tuple):
+                runners.update(self._packs[unit[1]].members)
+            else:
+                runners.add(str(unit))
+        return runners
+
     def _job_share(self, view: ClusterView, job: JobView, slice_share: float) -> float:
         """A job's share from its time-slicing share: packing and locality slow it."""
         return slowed_share(slice_share, self._pack_factor(job.job_id), self._locality(view, job))
@@ -218,10 +237,15 @@ class GandivaTimeSlicing:
         if len(slowed) == 1 or values.count(first) == len(values):
             if job_id in self._cycled or abs(first - job.share) > 1e-12:
                 self._cycled.discard(job_id)
+                if first == SUSPENDED:
+                    self._suspended.add(job_id)
+                else:
+                    self._suspended.discard(job_id)
                 yield SetShare(job_id, first)
             return
         rest, rest_loop = shifted((values, loop), 1)
         self._cycled.add(job_id)
+        self._suspended.discard(job_id)
         yield SetShare(job_id, first, ShareCycle(
             first, self._quantum_start + self.time_slice, self.time_slice, tuple(rest),
             rest_loop))
