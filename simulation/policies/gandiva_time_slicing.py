@@ -78,7 +78,7 @@ class GandivaTimeSlicing:
         plan = self._plans.get(sid)
         if plan is None:
             return 1.0
-        return plan.slice(self._quantum_of(plan)).shares.get(unit, 1.0)  # a pack not yet turned
+        return plan.share(self._quantum_of(plan), unit)
 
     def _quantum_of(self, plan: RotationPlan) -> int:
         """The number, in `plan`, of the quantum the last boundary round started."""
@@ -117,7 +117,8 @@ class GandivaTimeSlicing:
             self._counts["suspends"] += plan.suspends_through(before)
             current = plan.slice(before)
             rotation = [u for u in current.rotation if u in units]
-            old = dict(current.shares)
+            old = dict.fromkeys(current.rotation, SUSPENDED)
+            old.update(current.shares)
         if sum(units.values()) <= gpus:
             return
         listed = set(rotation)
