@@ -158,6 +158,7 @@ class Gandiva(GandivaPlacement, GandivaTimeSlicing, GandivaPacking, GandivaMigra
         self._plans: dict[str, RotationPlan] = {}  # time-slicing server -> its quanta ahead
         self._cycled: set[str] = set()  # jobs whose share follows a `ShareCycle`
         self._suspended: set[str] = set()  # jobs told a plain share of 0 (no cycle)
+        self._mixed: dict[str, bool] = {}  # server -> hosts jobs of several sizes
         self._expiring: list[tuple[float, str]] = []  # (expiry, server) of expiring plans
         # What changed since when: the engine's allocation and queue logs are read up to
         # these marks; every job or pack change marks its servers in the sets below.
@@ -254,6 +255,7 @@ class Gandiva(GandivaPlacement, GandivaTimeSlicing, GandivaPacking, GandivaMigra
 
     def _mark(self, sid: str) -> None:
         self._stale.add(sid)
+        self._mixed.pop(sid, None)
         self._touched_round.add(sid)
         self._touched_shares.add(sid)
         self._touched_idle.add(sid)

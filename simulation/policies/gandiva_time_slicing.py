@@ -55,12 +55,18 @@ class GandivaTimeSlicing:
         servers = {slot.server for slot in job.placement}
         if len(servers) > 1:
             return info.inter_server_locality
-        if job.gpus > 1:
-            sid = next(iter(servers))
-            sizes = {view.job(j).spec.num_gpus for j in view.servers[sid].jobs}
-            if len(sizes) > 1:
-                return info.intra_server_locality
+        if job.gpus > 1 and self._mixed_sizes(view, next(iter(servers))):
+            return info.intra_server_locality
         return 1.0
+
+    def _mixed_sizes(self, view: ClusterView, sid: str) -> bool:
+        """Whether server `sid` hosts jobs of more than one size; kept until its jobs
+        change (`_mark`), since every multi-GPU job of a crowded server asks."""
+        mixed = self._mixed.get(sid)
+        if mixed is None:
+            sizes = {view.job(j).spec.num_gpus for j in view.servers[sid].jobs}
+            mixed = self._mixed[sid] = len(sizes) > 1
+        return mixed
 
     def _pack_factor(self, job_id: str) -> float:
         pid = self._pack_of.get(job_id)

@@ -67,14 +67,15 @@ class RotationPlan:
     columns: dict[Unit, tuple[float, ...]] | None = None
     members: frozenset[Unit] | None = None  # the units of the rotation, once asked for
 
-    def share(self, i: int, unit: Unit) -> float:
-        """`unit`'s share in quantum `i`; 1.0 for a unit not in the plan (a pack formed
-        since it was made)."""
+    def holds(self, unit: Unit) -> bool:
+        """Whether `unit` is in the plan's rotation (a pack formed since is not)."""
         if self.members is None:
             self.members = frozenset(self.slices[0].rotation)
-        if unit not in self.members:
-            return 1.0
-        return self.slice(i).shares.get(unit, SUSPENDED)
+        return unit in self.members
+
+    def share(self, i: int, unit: Unit) -> float:
+        """`unit`'s share in quantum `i`; 1.0 for a unit the plan does not hold."""
+        return self.slice(i).shares.get(unit, SUSPENDED) if self.holds(unit) else 1.0
 
     def expiry(self, quantum: float) -> float:
         """When an expiring plan must be replaced: the start of the quantum after its last."""
@@ -206,11 +207,14 @@ def unit_sequence(plan: RotationPlan, start: int, unit: Unit) -> ShareSequence:
         if column is not None:
             return list(column), loop
         return [plan.share(0, unit)] * n, loop
+    if not plan.holds(unit):
+        return [1.0] * (n - start if start < loop else n - loop), max(0, loop - start)
     if start < loop:
-        return [plan.share(i, unit) for i in range(start, n)], loop - start
+        return [s.shares.get(unit, SUSPENDED) for s in plan.slices[start:]], loop - start
     period = n - loop
     offset = (start - loop) % period
-    return [plan.share(loop + (offset + r) % period, unit) for r in range(period)], 0
+    order = [plan.slices[loop + (offset + r) % period] for r in range(period)]
+    return [s.shares.get(unit, SUSPENDED) for s in order], 0
 
 
 def shifted(seq: ShareSequence, by: int) -> ShareSequence:
@@ -230,9 +234,16 @@ def lowest(a: ShareSequence, b: ShareSequence) -> ShareSequence:
     sequences end in a single repeated share, so the result is no longer than its parts."""
     (va, la), (vb, lb) = a, b
     prefix = max(la, lb)
-    period = math.lcm(len(va) - la, len(vb) - lb)
+    length = prefix + math.lcm(len(va) - la, len(vb) - lb)
+    return list(map(min, _unrolled(va, la, length), _unrolled(vb, lb, length))), prefix
 
-    def at(values: list[float], loop: int, i: int) -> float:
-        return values[i] if i < len(values) else values[loop + (i - loop) % (len(values) - loop)]
 
-    return [min(at(va, la, i), at(vb, lb, i)) for i in range(prefix + period)], prefix
+def _unrolled(values: list[float], loop: int, length: int) -> list[float]:
+    """The first `length` values of the sequence (values, loop)."""
+    if length <= len(values):
+        return values[:length]
+    tail = values[loop:]
+    out = list(values)
+    while len(out) < length:
+        out.extend(tail)
+    return out[:length]

@@ -13,6 +13,7 @@ from simulation.policies.time_slicing import (
     RotationPlan,
     Slice,
     boundary_turn,
+    lowest,
     plan_rotation,
     turn,
     unit_sequence,
@@ -111,3 +112,12 @@ def test_a_turn_that_stops_early_decides_as_visiting_every_unit(server, resumed)
         assert fast.ran == tuple(u for u, share in every if share > 0.0)
         fast = boundary_turn(fast, units, GPUS, resumed)
         plain = plain_boundary_turn(plain[0], plain[1], units, GPUS, resumed)
+
+
+def test_a_job_over_two_servers_runs_at_its_slowest_part_quantum_by_quantum():
+    """1.0 then 0.5 forever, against 0.0 then 1.0, 0.8 alternating: both repeat from
+    quantum 1, with periods 1 and 2, so the minimum is 0.0 then 0.5, 0.5 repeating."""
+    assert lowest(([1.0, 0.5], 1), ([0.0, 1.0, 0.8], 1)) == ([0.0, 0.5, 0.5], 1)
+    # a period of 3 against 2 unrolls to six quanta after a prefix of 2
+    assert lowest(([0.9, 0.9, 1.0, 0.0, 0.5], 2), ([0.7, 0.6], 0)) == (
+        [0.7, 0.6, 0.7, 0.0, 0.5, 0.6, 0.0, 0.5], 2)
