@@ -64,7 +64,7 @@ class RotationPlan:
     # the shares in slices[0], slices[1], ... of each unit that runs in one of them: built
     # at the first `unit_sequence` from quantum 0, which the jobs of a freshly planned
     # server ask for
-    columns: dict[Unit, tuple[float, ...]] | None = None
+    columns: dict[Unit, list[float]] | None = None
     members: frozenset[Unit] | None = None  # the units of the rotation, once asked for
 
     def holds(self, unit: Unit) -> bool:
@@ -199,10 +199,13 @@ def unit_sequence(plan: RotationPlan, start: int, unit: Unit) -> ShareSequence:
     """`unit`'s shares in `plan` from quantum `start` on."""
     n, loop = len(plan.slices), plan.loop
     if start == 0:  # the same as below, for every unit that runs at once
-        if plan.columns is None:
-            keys = list(set().union(*(s.ran for s in plan.slices)))
-            rows = [[s.shares.get(k, SUSPENDED) for k in keys] for s in plan.slices]
-            plan.columns = dict(zip(keys, zip(*rows, strict=True), strict=True))
+        if plan.columns is None:  # from the listed shares only: a few units per slice
+            columns: dict[Unit, list[float]] = {
+                u: [SUSPENDED] * n for u in set().union(*(s.ran for s in plan.slices))}
+            for i, s in enumerate(plan.slices):
+                for u in s.ran:
+                    columns[u][i] = s.shares[u]
+            plan.columns = columns
         column = plan.columns.get(unit)
         if column is not None:
             return list(column), loop
