@@ -183,7 +183,9 @@ class GandivaTimeSlicing:
         for job_id in sorted(jobs, key=self._rank.__getitem__):
             job = view.job(job_id)
             if self._quanta:
-                yield from self._share_cycle(view, job)
+                decision = self._share_cycle(view, job)
+                if decision is not None:
+                    yield decision
                 continue
             share = min(self._time_share(view, sid) for sid in self._where[job_id])
             share *= self._pack_factor(job_id) * self._locality(view, job)
@@ -224,10 +226,11 @@ class GandivaTimeSlicing:
         """A job's share from its time-slicing share: packing and locality slow it."""
         return slowed_share(slice_share, self._pack_factor(job.job_id), self._locality(view, job))
 
-    def _share_cycle(self, view: ClusterView, job: JobView) -> Iterator[SetShare]:
+    def _share_cycle(self, view: ClusterView, job: JobView) -> SetShare | None:
         """`job`'s share for every quantum from this one on: on each of its servers its
         unit's share in the server's plan, the lowest of them, slowed by packing and
-        locality; a share that stays the same is a plain `SetShare`."""
+        locality; a share that stays the same is a plain `SetShare`, and None if it is
+        the share the job has (a call per member of a re-planned server: no generator)."""
         job_id = job.job_id
         sequence: ShareSequence | None = None
         for sid in self._where[job_id]:
@@ -248,12 +251,12 @@ class GandivaTimeSlicing:
                     self._suspended.add(job_id)
                 else:
                     self._suspended.discard(job_id)
-                yield SetShare(job_id, first)
-            return
+                return SetShare(job_id, first)
+            return None
         rest, rest_loop = shifted((values, loop), 1)
         self._cycled.add(job_id)
         self._suspended.discard(job_id)
-        yield SetShare(job_id, first, ShareCycle(
+        return SetShare(job_id, first, ShareCycle(
             first, self._quantum_start + self.time_slice, self.time_slice, tuple(rest),
             rest_loop))
 
