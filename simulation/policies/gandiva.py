@@ -157,6 +157,8 @@ class Gandiva(GandivaPlacement, GandivaTimeSlicing, GandivaPacking, GandivaMigra
         self._quantum_start = -math.inf
         self._plans: dict[str, RotationPlan] = {}  # time-slicing server -> its quanta ahead
         self._cycled: set[str] = set()  # jobs whose share follows a `ShareCycle`
+        self._suspended: set[str] = set()  # jobs told a plain share of 0 (no cycle)
+        self._mixed: dict[str, bool] = {}  # server -> hosts jobs of several sizes
         self._expiring: list[tuple[float, str]] = []  # (expiry, server) of expiring plans
         # What changed since when: the engine's allocation and queue logs are read up to
         # these marks; every job or pack change marks its servers in the sets below.
@@ -253,6 +255,7 @@ class Gandiva(GandivaPlacement, GandivaTimeSlicing, GandivaPacking, GandivaMigra
 
     def _mark(self, sid: str) -> None:
         self._stale.add(sid)
+        self._mixed.pop(sid, None)
         self._touched_round.add(sid)
         self._touched_shares.add(sid)
         self._touched_idle.add(sid)
@@ -274,6 +277,7 @@ class Gandiva(GandivaPlacement, GandivaTimeSlicing, GandivaPacking, GandivaMigra
             if old is not None:
                 self._departed = True
                 self._cycled.discard(job_id)
+                self._suspended.discard(job_id)
                 del self._rank[job_id], self._model_of[job_id], self._gpu_util[job_id]
             self._spread.discard(job_id)
             self._grown.discard(job_id)

@@ -55,12 +55,18 @@ class GandivaTimeSlicing:
         servers = {slot.server for slot in job.placement}
         if len(servers) > 1:
             return info.inter_server_locality
-        if job.gpus > 1:
-            sid = next(iter(servers))
-            sizes = {view.job(j).spec.num_gpus for j in view.servers[sid].jobs}
-            if len(sizes) > 1:
-                return info.intra_server_locality
+        if job.gpus > 1 and self._mixed_sizes(view, next(iter(servers))):
+            return info.intra_server_locality
         return 1.0
+
+    def _mixed_sizes(self, view: ClusterView, sid: str) -> bool:
+        """Whether server `sid` hosts jobs of more than one size; kept until its jobs
+        change (`_mark`), since every multi-GPU job of a crowded server asks."""
+        mixed = self._mixed.get(sid)
+        if mixed is None:
+            sizes = {view.job(j).spec.num_gpus for j in view.servers[sid].jobs}
+            mixed = self._mixed[sid] = len(sizes) > 1
+        return mixed
 
     def _pack_factor(self, job_id: str) -> float:
         pid = self._pack_of.get(job_id)
@@ -78,7 +84,7 @@ class GandivaTimeSlicing:
         plan = self._plans.get(sid)
         if plan is None:
             return 1.0
-        return plan.slice(self._quantum_of(plan)).shares.get(unit, 1.0)  # a pack not yet turned
+        return plan.share(self._quantum_of(plan), unit)
 
     def _quantum_of(self, plan: RotationPlan) -> int:
         """The number, in `plan`, of the quantum the last boundary round started."""
@@ -117,7 +123,8 @@ class GandivaTimeSlicing:
             self._counts["suspends"] += plan.suspends_through(before)
             current = plan.slice(before)
             rotation = [u for u in current.rotation if u in units]
-            old = dict(current.shares)
+            old = dict.fromkeys(current.rotation, SUSPENDED)
+            old.update(current.shares)
         if sum(units.values()) <= gpus:
             return
         listed = set(rotation)
@@ -163,11 +170,22 @@ class GandivaTimeSlicing:
         touched, self._touched_shares = self._touched_shares, set()
         jobs: set[str] = set()
         for sid in touched:
-            jobs.update(view.servers[sid].jobs)
+            members = view.servers[sid].jobs
+            plan = self._plans.get(sid) if self._quanta else None
+            if plan is None:
+                jobs.update(members)
+                continue
+            # A job already suspended that stays suspended in the whole of its server's
+            # fresh plan keeps its share: most members of a crowded server (issue #22).
+            runners = self._runners(plan)
+            suspended = self._suspended
+            jobs.update(j for j in members if j not in suspended or j in runners)
         for job_id in sorted(jobs, key=self._rank.__getitem__):
             job = view.job(job_id)
             if self._quanta:
-                yield from self._share_cycle(view, job)
+                decision = self._share_cycle(view, job)
+                if decision is not None:
+                    yield decision
                 continue
             share = min(self._time_share(view, sid) for sid in self._where[job_id])
             share *= self._pack_factor(job_id) * self._locality(view, job)
@@ -194,14 +212,25 @@ class GandivaTimeSlicing:
             if plan is not None and plan.expires and abs(plan.expiry(self.time_slice) - at) < 1e-6:
                 self._touched_shares.add(sid)
 
+    def _runners(self, plan: RotationPlan) -> set[str]:
+        """The jobs whose unit has a share above 0 in some quantum of `plan`."""
+        runners: set[str] = set()
+        for unit in set().union(*(s.ran for s in plan.slices)):
+            if isinstance(unit, tuple):
+                runners.update(self._packs[unit[1]].members)
+            else:
+                runners.add(str(unit))
+        return runners
+
     def _job_share(self, view: ClusterView, job: JobView, slice_share: float) -> float:
         """A job's share from its time-slicing share: packing and locality slow it."""
         return slowed_share(slice_share, self._pack_factor(job.job_id), self._locality(view, job))
 
-    def _share_cycle(self, view: ClusterView, job: JobView) -> Iterator[SetShare]:
+    def _share_cycle(self, view: ClusterView, job: JobView) -> SetShare | None:
         """`job`'s share for every quantum from this one on: on each of its servers its
         unit's share in the server's plan, the lowest of them, slowed by packing and
-        locality; a share that stays the same is a plain `SetShare`."""
+        locality; a share that stays the same is a plain `SetShare`, and None if it is
+        the share the job has (a call per member of a re-planned server: no generator)."""
         job_id = job.job_id
         sequence: ShareSequence | None = None
         for sid in self._where[job_id]:
@@ -218,11 +247,16 @@ class GandivaTimeSlicing:
         if len(slowed) == 1 or values.count(first) == len(values):
             if job_id in self._cycled or abs(first - job.share) > 1e-12:
                 self._cycled.discard(job_id)
-                yield SetShare(job_id, first)
-            return
+                if first == SUSPENDED:
+                    self._suspended.add(job_id)
+                else:
+                    self._suspended.discard(job_id)
+                return SetShare(job_id, first)
+            return None
         rest, rest_loop = shifted((values, loop), 1)
         self._cycled.add(job_id)
-        yield SetShare(job_id, first, ShareCycle(
+        self._suspended.discard(job_id)
+        return SetShare(job_id, first, ShareCycle(
             first, self._quantum_start + self.time_slice, self.time_slice, tuple(rest),
             rest_loop))
 

@@ -12,6 +12,10 @@ rotation exactly as the plan would have. Planning far ahead is wasted on a serve
 units change every few quanta, so the policy plans twice as far as the last plan lasted,
 between `MIN_HORIZON` and `HORIZON`. The policy hands each job its part of the plan
 once (`ShareCycle`), instead of a share per job per quantum.
+
+A slice lists the shares of the units its turn decided one by one, the front of the
+rotation; the rest of the rotation is suspended without being listed, so a quantum costs
+the units that run, not every unit of a crowded server (hundreds on the Muri traces).
 """
 
 from __future__ import annotations
@@ -32,7 +36,8 @@ MIN_HORIZON = 2  # ... and at least
 
 @dataclass(slots=True)
 class Slice:
-    """One quantum of a server: its rotation and each unit's share."""
+    """One quantum of a server: its rotation and the shares of `rotation[:reached]`; the
+    units after those are suspended."""
 
     rotation: tuple[Unit, ...]
     shares: dict[Unit, float]
@@ -56,9 +61,21 @@ class RotationPlan:
     # suspends at the boundary back into `slices[loop]` from the last slice (entering it
     # from the slice before it may swap out other units)
     loop_suspends: int = 0
-    # each unit's shares in slices[0], slices[1], ...: built at the first `unit_sequence`
-    # from quantum 0, which every job of a freshly planned server asks for
-    columns: dict[Unit, tuple[float, ...]] | None = None
+    # the shares in slices[0], slices[1], ... of each unit that runs in one of them: built
+    # at the first `unit_sequence` from quantum 0, which the jobs of a freshly planned
+    # server ask for
+    columns: dict[Unit, list[float]] | None = None
+    members: frozenset[Unit] | None = None  # the units of the rotation, once asked for
+
+    def holds(self, unit: Unit) -> bool:
+        """Whether `unit` is in the plan's rotation (a pack formed since is not)."""
+        if self.members is None:
+            self.members = frozenset(self.slices[0].rotation)
+        return unit in self.members
+
+    def share(self, i: int, unit: Unit) -> float:
+        """`unit`'s share in quantum `i`; 1.0 for a unit the plan does not hold."""
+        return self.slice(i).shares.get(unit, SUSPENDED) if self.holds(unit) else 1.0
 
     def expiry(self, quantum: float) -> float:
         """When an expiring plan must be replaced: the start of the quantum after its last."""
@@ -92,11 +109,12 @@ class RotationPlan:
 
 
 def turn(rotation: list[Unit], old: Mapping[Unit, float], units: Mapping[Unit, int],
-         gpus: int, running: set[Unit], resumed: float, was_running: int | None = None
-         ) -> Slice:
+         gpus: int, running: set[Unit], resumed: float, was_running: int | None = None,
+         absent: float | None = None) -> Slice:
     """Give the server's GPUs to `rotation`'s units in order: those in `running` keep their
     share, the others take what is free, at `resumed` if they were suspended (full speed
-    if they were not running before), and the rest are suspended.
+    if they were not running before: not in `old`, whose missing units have the share
+    `absent`, None for new), and the rest are suspended.
 
     Once fewer GPUs are free than the smallest unit needs and every unit of `running` has
     been met, the rest of the rotation is suspended wholesale; `was_running` (the units of
@@ -114,7 +132,7 @@ def turn(rotation: list[Unit], old: Mapping[Unit, float], units: Mapping[Unit, i
     while i < n and (free >= smallest or pending):
         unit = rotation[i]
         i += 1
-        before = old.get(unit)
+        before = old.get(unit, absent)
         if before is not None and before > SUSPENDED:
             seen_running += 1
         if unit in running:
@@ -130,8 +148,6 @@ def turn(rotation: list[Unit], old: Mapping[Unit, float], units: Mapping[Unit, i
         if share > SUSPENDED:
             ran.append(unit)
     if i < n:
-        rest = rotation[i:]
-        shares.update(dict.fromkeys(rest, SUSPENDED))
         if was_running is None:
             was_running = sum(1 for u in rotation if old.get(u, SUSPENDED) > SUSPENDED)
         suspends += was_running - seen_running
@@ -150,7 +166,7 @@ def boundary_turn(current: Slice, units: Mapping[Unit, int], gpus: int, resumed:
     rotation = [u for u in head if u not in turned]
     rotation.extend(current.rotation[current.reached:])
     rotation.extend(ran)
-    return turn(rotation, current.shares, units, gpus, set(), resumed, len(ran))
+    return turn(rotation, current.shares, units, gpus, set(), resumed, len(ran), SUSPENDED)
 
 
 def plan_rotation(origin: float, first: Slice, units: Mapping[Unit, int], gpus: int,
@@ -170,7 +186,8 @@ def plan_rotation(origin: float, first: Slice, units: Mapping[Unit, int], gpus: 
 
 
 def _key(s: Slice) -> tuple:
-    return s.rotation, tuple(s.shares.values())  # `turn` fills `shares` in rotation order
+    """The rotation and every unit's share: the units above 0 and their shares say it."""
+    return s.rotation, s.ran, tuple(map(s.shares.__getitem__, s.ran))
 
 
 # A share sequence per quantum from the current one: (values, loop), the values from `loop`
@@ -181,19 +198,26 @@ ShareSequence = tuple[list[float], int]
 def unit_sequence(plan: RotationPlan, start: int, unit: Unit) -> ShareSequence:
     """`unit`'s shares in `plan` from quantum `start` on."""
     n, loop = len(plan.slices), plan.loop
-    if start == 0:  # the same as below, for every unit of the plan at once
-        if plan.columns is None:
-            keys = list(plan.slices[0].shares)
-            rows = [map(s.shares.__getitem__, keys) for s in plan.slices]
-            plan.columns = dict(zip(keys, zip(*rows, strict=True), strict=True))
+    if start == 0:  # the same as below, for every unit that runs at once
+        if plan.columns is None:  # from the listed shares only: a few units per slice
+            columns: dict[Unit, list[float]] = {
+                u: [SUSPENDED] * n for u in set().union(*(s.ran for s in plan.slices))}
+            for i, s in enumerate(plan.slices):
+                for u in s.ran:
+                    columns[u][i] = s.shares[u]
+            plan.columns = columns
         column = plan.columns.get(unit)
-        return (list(column) if column is not None else [1.0] * n), loop
+        if column is not None:
+            return list(column), loop
+        return [plan.share(0, unit)] * n, loop
+    if not plan.holds(unit):
+        return [1.0] * (n - start if start < loop else n - loop), max(0, loop - start)
     if start < loop:
-        return [s.shares.get(unit, 1.0) for s in plan.slices[start:]], loop - start
+        return [s.shares.get(unit, SUSPENDED) for s in plan.slices[start:]], loop - start
     period = n - loop
     offset = (start - loop) % period
     order = [plan.slices[loop + (offset + r) % period] for r in range(period)]
-    return [s.shares.get(unit, 1.0) for s in order], 0
+    return [s.shares.get(unit, SUSPENDED) for s in order], 0
 
 
 def shifted(seq: ShareSequence, by: int) -> ShareSequence:
@@ -213,9 +237,16 @@ def lowest(a: ShareSequence, b: ShareSequence) -> ShareSequence:
     sequences end in a single repeated share, so the result is no longer than its parts."""
     (va, la), (vb, lb) = a, b
     prefix = max(la, lb)
-    period = math.lcm(len(va) - la, len(vb) - lb)
+    length = prefix + math.lcm(len(va) - la, len(vb) - lb)
+    return list(map(min, _unrolled(va, la, length), _unrolled(vb, lb, length))), prefix
 
-    def at(values: list[float], loop: int, i: int) -> float:
-        return values[i] if i < len(values) else values[loop + (i - loop) % (len(values) - loop)]
 
-    return [min(at(va, la, i), at(vb, lb, i)) for i in range(prefix + period)], prefix
+def _unrolled(values: list[float], loop: int, length: int) -> list[float]:
+    """The first `length` values of the sequence (values, loop)."""
+    if length <= len(values):
+        return values[:length]
+    tail = values[loop:]
+    out = list(values)
+    while len(out) < length:
+        out.extend(tail)
+    return out[:length]

@@ -13,6 +13,7 @@ from simulation.policies.time_slicing import (
     RotationPlan,
     Slice,
     boundary_turn,
+    lowest,
     plan_rotation,
     turn,
     unit_sequence,
@@ -51,14 +52,15 @@ def test_plan_matches_stepping_every_quantum(server):
     for k in range(1, last + 1):
         current = boundary_turn(current, units, GPUS, 0.9)
         swapped += current.suspends
-        assert plan.slice(k).shares == current.shares, k
         assert plan.slice(k).rotation == current.rotation, k
+        assert [plan.share(k, u) for u in current.rotation] == \
+            [current.shares.get(u, 0.0) for u in current.rotation], k
     assert plan.suspends_through(last) == swapped
     assert plan.expires or len(plan.slices) < HORIZON
     # every unit's sequence from quantum 0 (built for all units at once) is its column
     for unit in [*units, "not-planned"]:
-        assert unit_sequence(plan, 0, unit) == (
-            [s.shares.get(unit, 1.0) for s in plan.slices], plan.loop)
+        expected = [(s.shares.get(unit, 0.0) if unit in units else 1.0) for s in plan.slices]
+        assert unit_sequence(plan, 0, unit) == (expected, plan.loop)
 
 
 def test_a_loop_counts_the_swaps_of_its_own_way_back():
@@ -104,8 +106,18 @@ def test_a_turn_that_stops_early_decides_as_visiting_every_unit(server, resumed)
     fast = turn(list(units), old, units, GPUS, running, resumed)
     plain = plain_turn(list(units), old, units, GPUS, running, resumed)
     for _ in range(12):
-        assert (fast.rotation, list(fast.shares.items()), fast.suspends) == \
+        every = [(u, fast.shares.get(u, 0.0)) for u in fast.rotation]  # unlisted: suspended
+        assert (fast.rotation, every, fast.suspends) == \
             (plain[0], list(plain[1].items()), plain[2])
-        assert fast.ran == tuple(u for u in fast.rotation if fast.shares[u] > 0.0)
+        assert fast.ran == tuple(u for u, share in every if share > 0.0)
         fast = boundary_turn(fast, units, GPUS, resumed)
         plain = plain_boundary_turn(plain[0], plain[1], units, GPUS, resumed)
+
+
+def test_a_job_over_two_servers_runs_at_its_slowest_part_quantum_by_quantum():
+    """1.0 then 0.5 forever, against 0.0 then 1.0, 0.8 alternating: both repeat from
+    quantum 1, with periods 1 and 2, so the minimum is 0.0 then 0.5, 0.5 repeating."""
+    assert lowest(([1.0, 0.5], 1), ([0.0, 1.0, 0.8], 1)) == ([0.0, 0.5, 0.5], 1)
+    # a period of 3 against 2 unrolls to six quanta after a prefix of 2
+    assert lowest(([0.9, 0.9, 1.0, 0.0, 0.5], 2), ([0.7, 0.6], 0)) == (
+        [0.7, 0.6, 0.7, 0.0, 0.5, 0.6, 0.0, 0.5], 2)
