@@ -224,20 +224,28 @@ def test_unknown_scaling_curve_is_a_user_error():
                    create_policy("fifo"), config=EngineConfig(scaling="quadratic"))
 
 
-@pytest.mark.parametrize("requeued", ["j1", "j5"])  # rebuilt at the front; re-appended behind
+@pytest.mark.parametrize("requeued", ["j1", "j5"])  # near the front; near the back
 def test_a_requeued_job_goes_back_to_its_submit_order_place(requeued):
     """The queue stays in (submit time, trace order) when a job submitted earlier than the
-    last queued one comes back: near the front (the dict is rebuilt) or near the back (only
-    the jobs behind it are popped and re-appended)."""
+    last queued one comes back, as a policy reads it: the view puts the engine's dict in
+    order before an in-order read (`ClusterState.settle_queue`)."""
     from simulation.state import ClusterState
+    from simulation.view import Clock, ClusterView
 
     state = ClusterState(training_cluster(1, 1))
+    view = ClusterView(state, Clock(0.0))
     jobs = [state.add_job(JobSpec(f"j{i}", float(i), 1, 10)) for i in range(8)]
     for job in jobs:
+        view.register(job)
         if job.job_id != requeued:
             state.enqueue(job, job.spec.submit_time)
     state.enqueue(state.jobs[requeued], 100.0)
-    assert list(state.queue) == [f"j{i}" for i in range(8)]
+    in_order = [f"j{i}" for i in range(8)]
+    assert list(view.queue) == in_order and requeued in view.queue
     state.dequeue(state.jobs["j4"])
     state.enqueue(state.jobs["j4"], 200.0)
-    assert list(state.queue) == [f"j{i}" for i in range(8)]
+    assert len(view.queue) == 8 and "j4" in view.queue  # no order needed for these
+    assert [job.job_id for job in view.queue.values()] == in_order
+    state.dequeue(state.jobs["j6"])
+    state.enqueue(state.jobs["j6"], 300.0)
+    assert list(view.queue.keys()) == in_order == list(state.queue)
