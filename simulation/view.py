@@ -239,8 +239,10 @@ class _ViewMapping(Mapping[str, JobView]):
 
 
 class _QueueMapping(_ViewMapping):
-    """The queue's mapping: the engine's dict is put in queue order before any in-order read
-    (`ClusterState.settle_queue`); lookups and its length need no order."""
+    """The queue's mapping: the engine's dict is put in queue order before the mapping or its
+    `values()` are iterated (`ClusterState.settle_queue`). Lookups, length and `keys()` need
+    no order: `keys()` is for membership and set operations (every caller's use), so a round
+    that only asks who waits does not pay for the order; iterate the mapping for the order."""
 
     __slots__ = ("_settle",)
 
@@ -251,10 +253,6 @@ class _QueueMapping(_ViewMapping):
     def __iter__(self) -> Iterator[str]:
         self._settle()
         return iter(self._jobs)
-
-    def keys(self):  # type: ignore[override]
-        self._settle()
-        return self._jobs.keys()
 
     def values(self):  # type: ignore[override]
         self._settle()
