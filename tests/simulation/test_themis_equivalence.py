@@ -211,16 +211,22 @@ def test_waiting_rows_follow_the_logs():
     assert checked > 50
 
 
-@pytest.mark.parametrize("seed", range(20))
-def test_pieces_make_the_sorted_order(seed):
-    """The pieces of `worst_first_in_pieces`, joined, are the order `sorted` gives by
-    (-ρ, submit time, job id), whatever the first piece's size and however many ρ tie."""
+def tied_rows(seed: int) -> tuple[random.Random, np.ndarray, np.ndarray, list[str], list[int]]:
+    """Random rows whose ρ often tie (0.5, 1, inf), their submit times and ids, and the
+    order `sorted` gives by (-ρ, submit time, job id); the generator goes on drawing."""
     rng = random.Random(seed)
     count = rng.randrange(1, 60)
     rho = np.array([rng.choice((0.5, 1.0, math.inf, rng.random())) for _ in range(count)])
     submit = np.array([float(rng.randrange(4)) for _ in range(count)])
     ids = [f"j{rng.randrange(100)}-{i}" for i in range(count)]
-    expected = sorted(range(count), key=lambda i: (-rho[i], submit[i], ids[i]))
+    return rng, rho, submit, ids, sorted(range(count), key=lambda i: (-rho[i], submit[i], ids[i]))
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_pieces_make_the_sorted_order(seed):
+    """The pieces of `worst_first_in_pieces`, joined, are the order `sorted` gives by
+    (-ρ, submit time, job id), whatever the first piece's size and however many ρ tie."""
+    rng, rho, submit, ids, expected = tied_rows(seed)
     pieces = list(worst_first_in_pieces(rho, submit, ids.__getitem__, rng.randrange(1, 20)))
     assert [i for piece in pieces for i in piece.tolist()] == expected
 
@@ -229,12 +235,8 @@ def test_pieces_make_the_sorted_order(seed):
 def test_least_fair_are_the_first_in_order(seed):
     """`least_fair` marks exactly the first `count` rows of the order `sorted` gives by
     (-ρ, submit time, job id), however many ρ tie across the cut."""
-    rng = random.Random(seed)
-    count = rng.randrange(1, 60)
-    rho = np.array([rng.choice((0.5, 1.0, math.inf, rng.random())) for _ in range(count)])
-    submit = np.array([float(rng.randrange(4)) for _ in range(count)])
-    ids = [f"j{rng.randrange(100)}-{i}" for i in range(count)]
-    order = sorted(range(count), key=lambda i: (-rho[i], submit[i], ids[i]))
+    rng, rho, submit, ids, order = tied_rows(seed)
+    count = len(ids)
     for bidders in (1, rng.randrange(1, count + 1), count, count + 3):
         chosen = least_fair(rho, submit, ids.__getitem__, bidders)
         assert sorted(np.flatnonzero(chosen).tolist()) == sorted(order[:bidders])
