@@ -67,22 +67,27 @@ def _muri_trace(seed: int, trace: int = 3) -> Workload:
     return load_trace(TRACES_DIR / f"muri_trace{trace}.csv")
 
 
-def _sia_users(seed: int, queues: int = 4, days: float = 24.0, mix: str = "alike") -> Workload:
-    from simulation.workloads.sia import QUEUE_MIXES, SiaSetup, generate_sia_workload
+def _sia_users(seed: int, queues: int = 4, days: float = 24.0, mix: str = "alike",
+               time_zones: str = "shared") -> Workload:
+    from simulation.workloads.sia import QUEUE_MIXES, TIME_ZONES, SiaSetup, generate_sia_workload
 
     if mix not in QUEUE_MIXES:
         raise InputError(f"must be one of {', '.join(QUEUE_MIXES)}", source="sia-users",
                          field="mix")
+    if time_zones not in TIME_ZONES:
+        raise InputError(f"must be one of {', '.join(TIME_ZONES)}", source="sia-users",
+                         field="time_zones")
     if mix == "table12" and queues != 4:
         raise InputError("Table 12's mix has 4 queues", source="sia-users", field="queues")
     return generate_sia_workload(SiaSetup(queues=queues, days=days, arrivals="closed-loop",
-                                          queue_mix=mix), seed)
+                                          queue_mix=mix, time_zones=time_zones), seed)
 
 
 GENERATORS: dict[str, NamedGenerator] = {
-    "sia-users": NamedGenerator(_sia_users, {"queues": int, "days": float, "mix": str},
+    "sia-users": NamedGenerator(_sia_users, {"queues": int, "days": float, "mix": str,
+                                             "time_zones": str},
                                 "SIA's setup with closed-loop users (SIA §3); mix: alike, "
-                                "varied (§6.1) or table12"),
+                                "varied (§6.1) or table12; time_zones: shared or per-queue"),
     "muri-trace": NamedGenerator(_muri_trace, {"trace": int},
                                  "one of Muri's four Philly traces, as shipped (seed unused)"),
     "aryl-trace": NamedGenerator(_aryl_trace, {"scale": float, "every_job_elastic": bool},

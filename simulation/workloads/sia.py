@@ -48,7 +48,13 @@ once (the generator cannot know the queueing), then thinks for an exponential
 probability `repeat_experiment`. Users work weekdays in `workday` hours; a submission that
 falls outside them waits for the next working morning (plus up to an hour), unless the
 user works on, with probability `off_hours_share`: a daily and a weekly rhythm, with
-arrivals that follow completions.
+arrivals that follow completions. `time_zones` says whose clock those hours are on:
+"shared" (default), every queue's users in one time zone, so every queue's mornings come at
+once; "per-queue", each queue's users in a time zone of their own, a whole number of hours
+ahead drawn uniformly in [0, 24) (`utc_offsets`). SIA's CloudML is a public cloud whose
+pools are different customers', and §5.4.1 lends a pool's quota while it is idle ("pool x
+will be idle from 3p to 5p"): with one clock for all, every pool's idle night is everyone's
+and there is little to lend when a morning's backlog forms.
 """
 
 from __future__ import annotations
@@ -72,6 +78,7 @@ A1_MEDIAN_MINUTES = SHORT_MINUTES[0] + 0.5 / (1 - LONG_SHARE) * (SHORT_MINUTES[1
                                                                  - SHORT_MINUTES[0])
 VARIED_MEDIAN_MINUTES = (2.0, 1340.0)  # Table 12's shortest and longest queue medians
 QUEUE_MIXES = ("alike", "varied", "table12")
+TIME_ZONES = ("shared", "per-queue")
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,6 +124,7 @@ class SiaSetup:
     think_minutes: float = 30.0
     workday: tuple[float, float] = (9.0, 19.0)  # hours of a weekday users submit in
     off_hours_share: float = 0.15
+    time_zones: str = "shared"  # or "per-queue" (module docstring)
 
 
 def queue_names(setup: SiaSetup) -> list[str]:
@@ -160,6 +168,17 @@ def sia_cluster(setup: SiaSetup, seed: int = 0) -> ClusterSpec:
                        tuple(pools))
 
 
+def utc_offsets(setup: SiaSetup, rng: np.random.Generator) -> list[float]:
+    """Seconds each queue's users' clock runs ahead of the simulation's: none when they share
+    one time zone, else a whole number of hours drawn uniformly in [0, 24) per queue."""
+    if setup.time_zones == "shared":
+        return [0.0] * setup.queues
+    if setup.time_zones not in TIME_ZONES:
+        raise ValueError(f"time_zones must be one of {', '.join(TIME_ZONES)}, "
+                         f"got {setup.time_zones!r}")
+    return [3600.0 * float(h) for h in rng.integers(0, 24, setup.queues)]
+
+
 def _bimodal_seconds(rng: np.random.Generator, n: int, scale: float = 1.0) -> np.ndarray:
     long = rng.random(n) < LONG_SHARE
     short = rng.uniform(*SHORT_MINUTES, n)
@@ -193,10 +212,16 @@ def _burst_widths(total: int, profile: QueueProfile, rng: np.random.Generator) -
     return widths
 
 
-def working_time(t: float, setup: SiaSetup, rng: np.random.Generator) -> float:
+def working_time(t: float, setup: SiaSetup, rng: np.random.Generator,
+                 utc_offset: float = 0.0) -> float:
     """When a user who wants to submit at `t` does: at once in working hours (weekdays
-    from day 0, hours in `setup.workday`) or with probability `off_hours_share`, else the
-    next working morning plus up to an hour."""
+    from day 0, hours in `setup.workday`, both on the user's clock, `utc_offset` seconds
+    ahead of the simulation's) or with probability `off_hours_share`, else the next working
+    morning plus up to an hour."""
+    return _local_working_time(t + utc_offset, setup, rng) - utc_offset
+
+
+def _local_working_time(t: float, setup: SiaSetup, rng: np.random.Generator) -> float:
     day, hour = divmod(t, DAY)
     start, end = setup.workday
     weekday = int(day) % 7 < 5
@@ -208,12 +233,12 @@ def working_time(t: float, setup: SiaSetup, rng: np.random.Generator) -> float:
     return day * DAY + start * 3600 + rng.uniform(0.0, 3600.0)
 
 
-def _user_bursts(setup: SiaSetup, profile: QueueProfile, horizon: float,
+def _user_bursts(setup: SiaSetup, profile: QueueProfile, horizon: float, utc_offset: float,
                  rng: np.random.Generator) -> list[tuple[float, int, list[int], list[float]]]:
     """One closed-loop user's bursts: (submit time, experiment number, widths, seconds)."""
     bursts = []
     experiment, base = 0, 0.0
-    t = working_time(rng.uniform(0.0, DAY), setup, rng)
+    t = working_time(rng.uniform(0.0, DAY), setup, rng, utc_offset)
     while t < horizon:
         if experiment == 0 or rng.random() >= setup.repeat_experiment:
             experiment += 1
@@ -223,12 +248,13 @@ def _user_bursts(setup: SiaSetup, profile: QueueProfile, horizon: float,
                    for f in np.exp(rng.normal(0.0, setup.experiment_sigma, len(widths)))]
         bursts.append((t, experiment, widths, seconds))
         t += max(seconds) + rng.exponential(setup.think_minutes * 60.0)
-        t = working_time(t, setup, rng)
+        t = working_time(t, setup, rng, utc_offset)
     return bursts
 
 
 def _closed_loop_jobs(name: str, load: float, profile: QueueProfile, setup: SiaSetup,
-                      horizon: float, rng: np.random.Generator) -> list[JobSpec]:
+                      horizon: float, utc_offset: float,
+                      rng: np.random.Generator) -> list[JobSpec]:
     """A queue's jobs from its users (module docstring); ids `<queue>-<n>`."""
     target = load * profile.quota * horizon  # GPU-seconds the queue's load asks for
     rows = []
@@ -237,7 +263,7 @@ def _closed_loop_jobs(name: str, load: float, profile: QueueProfile, setup: SiaS
     while (setup.users is None and total < target) or (setup.users is not None
                                                          and user < setup.users):
         user += 1
-        bursts = _user_bursts(setup, profile, horizon, rng)
+        bursts = _user_bursts(setup, profile, horizon, utc_offset, rng)
         work = sum(w * s for _, _, widths, secs in bursts
                    for w, s in zip(widths, secs, strict=True))
         part_time = setup.users is None and total + work > target and work > 0
@@ -260,8 +286,8 @@ def _closed_loop_jobs(name: str, load: float, profile: QueueProfile, setup: SiaS
 
 def generate_sia_workload(setup: SiaSetup = SiaSetup(), seed: int = 0) -> Workload:
     """Jobs for every queue of `setup`, sorted by submit time; ids are `<queue>-<n>`."""
-    loads_rng, arrivals_rng, widths_rng, durations_rng, tags_rng = (
-        np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(5)
+    loads_rng, arrivals_rng, widths_rng, durations_rng, tags_rng, zones_rng = (
+        np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(6)
     )
     horizon = setup.days * DAY
     profiles = queue_profiles(setup, seed)
@@ -270,9 +296,11 @@ def generate_sia_workload(setup: SiaSetup = SiaSetup(), seed: int = 0) -> Worklo
     queues = list(zip(queue_names(setup), loads, profiles, strict=True))
     jobs: list[JobSpec] = []
     if setup.arrivals == "closed-loop":
-        for name, load, profile in queues:
+        for (name, load, profile), offset in zip(queues, utc_offsets(setup, zones_rng),
+                                                 strict=True):
             jobs += [job for job in _closed_loop_jobs(name, load, profile, setup, horizon,
-                                                      arrivals_rng) if job.submit_time < horizon]
+                                                      offset, arrivals_rng)
+                     if job.submit_time < horizon]
         jobs.sort(key=lambda j: (j.submit_time, j.job_id))
         return Workload(tuple(jobs), source=f"sia-generator(closed-loop, seed={seed})",
                         format="sia")

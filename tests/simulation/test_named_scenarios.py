@@ -116,3 +116,5 @@ def test_sia_scenario_is_the_reproductions_workload_and_cluster(named) -> None:
         named_workload({"generator": "sia-users", "mix": "odd"})
     with pytest.raises(InputError, match="4 queues"):
         named_workload({"generator": "sia-users", "mix": "table12", "queues": 3})
+    with pytest.raises(InputError, match="shared, per-queue"):
+        named_workload({"generator": "sia-users", "time_zones": "utc"})

@@ -19,6 +19,7 @@ from simulation.runner import run_simulation
 from simulation.workloads.sia import (
     A1_MEDIAN_MINUTES,
     TABLE_12_QUEUES,
+    TIME_ZONES,
     WIDTHS,
     QueueProfile,
     SiaSetup,
@@ -236,6 +237,43 @@ def test_users_submit_in_working_hours_or_the_next_working_morning(day, hour, ex
         assert at == t
     else:
         assert expected_day * 86400.0 + 9 * 3600.0 <= at < expected_day * 86400.0 + 10 * 3600.0
+
+
+def test_a_users_working_hours_are_on_their_own_clock():
+    # 9 hours ahead: Monday 01:00 in the simulation is 10:00 for the user, at once; Monday
+    # 12:00 is 21:00, so the user submits on Tuesday 9-10 local, Tuesday 00:00-01:00 here.
+    ahead = 9 * 3600.0
+    rng = np.random.default_rng(0)
+    assert working_time(3600.0, NO_OVERTIME, rng, ahead) == 3600.0
+    at = working_time(12 * 3600.0, NO_OVERTIME, rng, ahead)
+    assert 86400.0 <= at < 86400.0 + 3600.0
+
+
+def test_per_queue_time_zones_give_each_queue_its_own_working_hours():
+    """Without overtime every submission of a queue lies in one clock's working hours (9-19,
+    plus up to an hour of morning arrivals and a minute of burst spread), and with a clock
+    per queue the queues' clocks differ; with a shared one, only UTC fits every queue."""
+    def fitting_offsets(jobs) -> set[int]:
+        fits = set()
+        for hours in range(24):
+            local = np.array([j.submit_time for j in jobs]) + hours * 3600.0
+            day, hour = np.divmod(local, DAY)
+            if ((day % 7 < 5) & (hour >= 9 * 3600.0) & (hour < 19 * 3600.0 + 60.0)).all():
+                fits.add(hours)
+        return fits
+
+    for zones in TIME_ZONES:
+        setup = SiaSetup(queues=4, days=7.0, arrivals="closed-loop", off_hours_share=0.0,
+                         time_zones=zones)
+        jobs = generate_sia_workload(setup, seed=3).jobs
+        fits = [fitting_offsets([j for j in jobs if j.pool == q]) for q in queue_names(setup)]
+        assert all(fits)
+        if zones == "shared":
+            assert all(0 in f for f in fits)
+        else:
+            assert not set.intersection(*fits)
+    with pytest.raises(ValueError, match="time_zones"):
+        generate_sia_workload(SiaSetup(arrivals="closed-loop", time_zones="mars"))
 
 
 def test_closed_loop_users_wait_for_their_results_before_the_next_burst():
