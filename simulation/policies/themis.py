@@ -167,10 +167,6 @@ class Rows:
         """The column's live values (a view: valid until the next `put` or `drop`)."""
         return self._data[index, : len(self.ids)]
 
-    def with_extra(self, extra: list[tuple[float, ...]]) -> np.ndarray:
-        """The live columns followed by `extra` rows of the same columns (a copy)."""
-        return np.concatenate((self._data[:, : len(self.ids)], np.array(extra).T), axis=1)
-
 
 # Columns of `Waiting.rows`. LEFT: a waiting job's remaining seconds at its requested rate;
 # INDEPENDENT: its T_independent at the current share of the cluster.
@@ -269,28 +265,30 @@ def worst_first_in_pieces(rho: np.ndarray, submit: np.ndarray, job_id: Callable[
         yield worst_first(rho, submit, job_id, band)
 
 
-def least_fair(rho: np.ndarray, submit: np.ndarray, job_id: Callable[[int], str], count: int
+def least_fair(rho: np.ndarray, count: int, tie_key: Callable[[int], tuple[float, str]]
                ) -> np.ndarray:
     """Which rows are the `count` first in Themis order (-ρ, submit time, job id): every row
-    above the count-th largest ρ, and of the rows tied with it the first by submit time, then
-    job id. One partition; a Python sort only when ρ ties across the cut."""
+    above the count-th largest ρ, and of the rows tied with it the first by `tie_key`
+    ((submit time, job id) of a row). One partition; a Python sort only when ρ ties across
+    the cut."""
     if count >= len(rho):
         return np.ones(len(rho), dtype=bool)
     cut = np.partition(rho, len(rho) - count)[len(rho) - count]
     chosen = rho >= cut
     surplus = int(np.count_nonzero(chosen)) - count
     if surplus:
-        tied = sorted(np.flatnonzero(rho == cut).tolist(), key=lambda i: (submit[i], job_id(i)))
+        tied = sorted(np.flatnonzero(rho == cut).tolist(), key=tie_key)
         chosen[tied[len(tied) - surplus:]] = False
     return chosen
 
 
-def walk(entries: Iterable[tuple[int, int]], budget: int) -> tuple[list[int], int]:
-    """The auction's greedy walk over (row, GPUs) in order: a job wins if it fits what the
-    winners before it left, and the walk ends when nothing is left. Returns the winners and
-    the budget left."""
+def walk(entries: Iterable[tuple[float, float, str, int, int]], budget: int
+         ) -> tuple[list[int], int]:
+    """The auction's greedy walk over entries (-ρ, submit time, job id, row, GPUs) in order:
+    a job wins if it fits what the winners before it left, and the walk ends when nothing is
+    left. Returns the winning rows and the budget left."""
     won = []
-    for row, gpus in entries:
+    for _, _, _, row, gpus in entries:
         if budget <= 0:
             break
         if gpus <= budget:
@@ -413,16 +411,6 @@ class Themis(Policy):
         rate = kept[2]
         return remaining_seconds(job) / rate if rate > 0 else math.inf
 
-    @staticmethod
-    def _in_order(rho: np.ndarray, submit: np.ndarray, need: np.ndarray,
-                  job_id: Callable[[int], str], index: np.ndarray) -> Iterator[tuple[int, int]]:
-        """(row, GPUs) of the rows `index`, worst ρ first as `sorted` orders (-ρ, submit time,
-        job id): a Python sort, cheaper than numpy's for the few rows an auction walks."""
-        rows = index.tolist()
-        ranked = sorted(zip((-rho[index]).tolist(), submit[index].tolist(), map(job_id, rows),
-                            rows, need[index].tolist(), strict=True))
-        return ((entry[3], entry[4]) for entry in ranked)
-
     def _auction(self, view: ClusterView, ending: list[str]) -> Iterator[Decision]:
         """The GPUs of the leases ending now and the free GPUs, auctioned among the M jobs
         that wait or whose leases end: the ⌈(1-f)·M⌉ worst-ρ bid and win greedily in
@@ -447,40 +435,53 @@ class Themis(Policy):
             return
         self._waiting.sync(view)
         rows = self._waiting.rows
-        first = len(rows)
-        # The offered jobs as rows after the waiting ones, so one `fairness` gives every ρ as
-        # `finish_time_fairness` does; their GPUS are those they hold (a Themis job holds what
-        # it asked for), their T_independent at the share the waiting rows have.
+        ids, first = rows.ids, len(rows)
+        # The waiting jobs are rows 0..first-1, ranked in numpy; the few holders (offered
+        # jobs) are rows first.., ranked in Python with the same float operations: entries
+        # (-ρ, submit time, job id, row, GPUs held), as the walk's sort wants them.
         share = share_gpus(view)
-        columns = rows.with_extra([
-            (job.submit_time, job.predicted_duration, job.gpus, self._running_left(view, job),
-             independent_time(job.predicted_duration, job.spec.num_gpus, share))
-            for job in offered])
-        submit = columns[SUBMIT]
-        rho = fairness(now, submit, columns[LEFT], columns[INDEPENDENT])
-        need = columns[GPUS].astype(np.int64)
-        ids = rows.ids
+        holders = []
+        for index, job in enumerate(offered):
+            independent = independent_time(job.predicted_duration, job.spec.num_gpus, share)
+            shared = now - job.submit_time + self._running_left(view, job)
+            rho = shared / independent if independent > 0 else math.inf
+            holders.append((-rho, job.submit_time, job.job_id, first + index, job.gpus))
+        submit, need = rows.column(SUBMIT), rows.column(GPUS)
+        rho = fairness(now, submit, rows.column(LEFT), rows.column(INDEPENDENT))
 
-        def job_id(i: int) -> str:
-            return ids[i] if i < first else offered[i - first].job_id
+        def tie_key(i: int) -> tuple[float, str]:
+            return (submit[i], ids[i]) if i < first else holders[i - first][1:3]
 
-        bid = least_fair(rho, submit, job_id,
-                         auction_participants(len(rho), self.fairness_fraction))
+        bid = least_fair(np.concatenate((rho, [-entry[0] for entry in holders])),
+                         auction_participants(first + len(holders), self.fairness_fraction),
+                         tie_key)
+        # Bidders in decreasing ρ: waiting ones band by band, each holder in the first band
+        # whose lowest ρ it reaches (bands never split a tie, so the merge is the order).
+        bidding = [entry for entry in holders if bid[entry[3]] and entry[4] <= budget]
         won: list[int] = []
-        for band in bands(rho, np.flatnonzero(bid & (need <= budget)), budget + 16):
-            won_here, budget = walk(self._in_order(rho, submit, need, job_id, band), budget)
+        for band in bands(rho, np.flatnonzero(bid[:first] & (need <= budget)), budget + 16):
+            entries = sorted(self._entries(rho, submit, need, ids, band))
+            low = entries[-1][0]  # -ρ of the band's last
+            if any(entry[0] <= low for entry in bidding):
+                entries = sorted(entries + [entry for entry in bidding if entry[0] <= low])
+                bidding = [entry for entry in bidding if entry[0] > low]
+            won_here, budget = walk(entries, budget)
             won += won_here
             if budget <= 0:
                 break
+        if budget > 0 and bidding:
+            won_here, budget = walk(sorted(bidding), budget)
+            won += won_here
         if budget > 0:  # leftover: first the jobs whose leases end keep what they hold
-            holders = np.flatnonzero(~bid[first:]) + first
-            won_here, budget = walk(self._in_order(rho, submit, need, job_id, holders), budget)
+            won_here, budget = walk(sorted(entry for entry in holders if not bid[entry[3]]),
+                                    budget)
             won += won_here
         if budget > 0:  # then waiting jobs that fit, in seeded random order
-            fitting = sorted(np.flatnonzero(~bid[:first] & (need[:first] <= budget)).tolist(),
-                             key=job_id)  # shuffled from job id order: rows move on drops
+            fitting = sorted(np.flatnonzero(~bid[:first] & (need <= budget)).tolist(),
+                             key=ids.__getitem__)  # shuffled from job id order: rows move on drops
             self.rng.shuffle(fitting)
-            won_here, budget = walk(((i, int(need[i])) for i in fitting), budget)
+            won_here, budget = walk(self._entries(rho, submit, need, ids, np.array(
+                fitting, dtype=np.intp)), budget)
             won += won_here
         kept_offered = {i - first for i in won if i >= first}
         for index, job in enumerate(offered):
@@ -495,3 +496,12 @@ class Themis(Policy):
                 launch = place_requested(view, views[i])
                 if launch is not None:
                     yield launch
+
+    @staticmethod
+    def _entries(rho: np.ndarray, submit: np.ndarray, need: np.ndarray, ids: list[str],
+                 index: np.ndarray) -> list[tuple[float, float, str, int, int]]:
+        """Walk entries (-ρ, submit time, job id, row, GPUs) of the waiting rows `index`."""
+        rows = index.tolist()
+        return list(zip((-rho[index]).tolist(), submit[index].tolist(),
+                        [ids[i] for i in rows], rows, need[index].astype(np.int64).tolist(),
+                        strict=True))

@@ -238,5 +238,5 @@ def test_least_fair_are_the_first_in_order(seed):
     rng, rho, submit, ids, order = tied_rows(seed)
     count = len(ids)
     for bidders in (1, rng.randrange(1, count + 1), count, count + 3):
-        chosen = least_fair(rho, submit, ids.__getitem__, bidders)
+        chosen = least_fair(rho, bidders, lambda i: (submit[i], ids[i]))
         assert sorted(np.flatnonzero(chosen).tolist()) == sorted(order[:bidders])
