@@ -297,6 +297,24 @@ def walk(entries: Iterable[tuple[float, float, str, int, int]], budget: int
     return won, budget
 
 
+def unopposed(rho: np.ndarray, need: np.ndarray, budget: int,
+              holders: list[tuple[float, float, str, int, int]], bidders: int) -> bool:
+    """Whether an auction provably ends as it began, every holder keeping its GPUs and no
+    waiting job launched, when no waiting job fits the free GPUs alone. `rho` and `need` are
+    the waiting rows', `holders` the offered jobs' walk entries (-ρ first), `budget` the
+    GPUs offered. Take the waiting job of largest ρ that fits the budget. If every holder's
+    ρ is above it, the holders that bid win first and leave only the free GPUs to the waiting
+    jobs behind them, and behind a holder that does not bid nobody bids. If `bidders` rows
+    rank strictly above it, no waiting job that fits bids. Either way only holders win, and
+    all of them do (what they hold fits what the others leave). Otherwise (ties included)
+    the auction must be run."""
+    best = np.max(rho, where=need <= budget, initial=-math.inf)
+    if all(-entry[0] > best for entry in holders):
+        return True
+    above = int(np.count_nonzero(rho > best)) + sum(-entry[0] > best for entry in holders)
+    return above >= bidders
+
+
 def auction_participants(contenders: int, fairness_knob: float) -> int:
     """How many of the worst-ρ jobs bid in an auction: the 1 - f fraction of the contenders
     (Themis §5.2's fairness knob f: f = 0 lets every job bid, the most efficient; f → 1 only
@@ -429,7 +447,8 @@ class Themis(Policy):
             return
         budget = (sum(view.free_gpus(pool.name) for pool in view.spec.pools)
                   + sum(job.gpus for job in offered))
-        if view.smallest_queued_gpus() > budget:
+        smallest = view.smallest_queued_gpus()
+        if smallest > budget:
             for job in offered:  # no waiting job fits: every holder wins back unopposed
                 leases.grant(job.job_id, now)
             return
@@ -448,12 +467,17 @@ class Themis(Policy):
             holders.append((-rho, job.submit_time, job.job_id, first + index, job.gpus))
         submit, need = rows.column(SUBMIT), rows.column(GPUS)
         rho = fairness(now, submit, rows.column(LEFT), rows.column(INDEPENDENT))
+        bidders = auction_participants(first + len(holders), self.fairness_fraction)
+        held = sum(entry[4] for entry in holders)
+        if budget - held < smallest and unopposed(rho, need, budget, holders, bidders):
+            for job in offered:
+                leases.grant(job.job_id, now)
+            return
 
         def tie_key(i: int) -> tuple[float, str]:
             return (submit[i], ids[i]) if i < first else holders[i - first][1:3]
 
-        bid = least_fair(np.concatenate((rho, [-entry[0] for entry in holders])),
-                         auction_participants(first + len(holders), self.fairness_fraction),
+        bid = least_fair(np.concatenate((rho, [-entry[0] for entry in holders])), bidders,
                          tie_key)
         # Bidders in decreasing ρ: waiting ones band by band, each holder in the first band
         # whose lowest ρ it reaches (bands never split a tie, so the merge is the order).
