@@ -189,6 +189,7 @@ class Waiting:
             self.rows = Rows(5)
             # job id -> (submit time, predicted duration, GPUs, LEFT, job)
             self.jobs: dict[str, tuple[float, float, int, float, JobView]] = {}
+            self._durationless: set[str] = set()  # waiting jobs predicted to take no time
         share = share_gpus(view)
         if share != self._share:
             self._share = share
@@ -202,22 +203,37 @@ class Waiting:
             if job_id not in waiting:
                 self.rows.drop(job_id)
                 self.jobs.pop(job_id, None)
+                self._durationless.discard(job_id)
                 continue
             job = view.job(job_id)
             spec = job.spec
+            if job.predicted_duration <= 0:
+                self._durationless.add(job_id)
             left = seconds_left(view, job)
             self.rows.put(job, (spec.submit_time, job.predicted_duration, spec.num_gpus, left,
                                 independent_time(job.predicted_duration, spec.num_gpus, share)))
             self.jobs[job_id] = (spec.submit_time, job.predicted_duration, spec.num_gpus, left,
                                  job)
 
+    def fairness(self, now: float) -> np.ndarray:
+        """ρ of every row (`fairness`), by a plain division while every T_independent is
+        positive (no job predicted to take no time, a share of GPUs), as it nearly always
+        is."""
+        rows = self.rows
+        return fairness(now, rows.column(SUBMIT), rows.column(LEFT), rows.column(INDEPENDENT),
+                        positive=not self._durationless and self._share > 0)
 
-def fairness(now: float, submit: np.ndarray, left: np.ndarray, independent: np.ndarray
-             ) -> np.ndarray:
+
+def fairness(now: float, submit: np.ndarray, left: np.ndarray, independent: np.ndarray,
+             positive: bool = False) -> np.ndarray:
     """`finish_time_fairness` of many jobs, with the same float operations in the same order;
     `left` is `remaining_seconds / current_rate` (inf when the rate is 0), `independent` is
-    `independent_time`."""
-    shared = (now - submit) + left
+    `independent_time`, known to be `positive` everywhere or not."""
+    shared = now - submit
+    shared += left
+    if positive:
+        shared /= independent
+        return shared
     rho = np.full(len(shared), math.inf)
     np.divide(shared, independent, out=rho, where=independent > 0)
     return rho
@@ -308,7 +324,7 @@ def unopposed(rho: np.ndarray, need: np.ndarray, budget: int,
     rank strictly above it, no waiting job that fits bids. Either way only holders win, and
     all of them do (what they hold fits what the others leave). Otherwise (ties included)
     the auction must be run."""
-    best = np.max(rho, where=need <= budget, initial=-math.inf)
+    best = np.maximum.reduce(rho[need <= budget], initial=-math.inf)
     if all(-entry[0] > best for entry in holders):
         return True
     above = int(np.count_nonzero(rho > best)) + sum(-entry[0] > best for entry in holders)
@@ -466,7 +482,7 @@ class Themis(Policy):
             rho = shared / independent if independent > 0 else math.inf
             holders.append((-rho, job.submit_time, job.job_id, first + index, job.gpus))
         submit, need = rows.column(SUBMIT), rows.column(GPUS)
-        rho = fairness(now, submit, rows.column(LEFT), rows.column(INDEPENDENT))
+        rho = self._waiting.fairness(now)
         bidders = auction_participants(first + len(holders), self.fairness_fraction)
         held = sum(entry[4] for entry in holders)
         if budget - held < smallest and unopposed(rho, need, budget, holders, bidders):
