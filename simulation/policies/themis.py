@@ -185,14 +185,14 @@ class Waiting:
 
     def sync(self, view: ClusterView) -> None:
         if view is not self._view:  # a new run or snapshot: read the logs from the start
-            self._view, self._queued, self._moved, self._share = view, 0, 0, math.nan
+            self._view, self._queued, self._moved, self.share = view, 0, 0, math.nan
             self.rows = Rows(5)
             # job id -> (submit time, predicted duration, GPUs, LEFT, job)
             self.jobs: dict[str, tuple[float, float, int, float, JobView]] = {}
             self._durationless: set[str] = set()  # waiting jobs predicted to take no time
         share = share_gpus(view)
-        if share != self._share:
-            self._share = share
+        if share != self.share:
+            self.share = share  # G/N at the last sync (`share_gpus`)
             rows = self.rows
             rows.column(INDEPENDENT)[:] = rows.column(DURATION) * np.maximum(
                 1.0, rows.column(GPUS) / share)
@@ -221,7 +221,7 @@ class Waiting:
         is."""
         rows = self.rows
         return fairness(now, rows.column(SUBMIT), rows.column(LEFT), rows.column(INDEPENDENT),
-                        positive=not self._durationless and self._share > 0)
+                        positive=not self._durationless and self.share > 0)
 
 
 def fairness(now: float, submit: np.ndarray, left: np.ndarray, independent: np.ndarray,
@@ -324,11 +324,13 @@ def unopposed(rho: np.ndarray, need: np.ndarray, budget: int,
     rank strictly above it, no waiting job that fits bids. Either way only holders win, and
     all of them do (what they hold fits what the others leave). Otherwise (ties included)
     the auction must be run."""
-    best = np.maximum.reduce(rho[need <= budget], initial=-math.inf)
-    if all(-entry[0] > best for entry in holders):
+    best = -np.maximum.reduce(rho[need <= budget], initial=-math.inf)  # as -ρ, like entries
+    above = 0  # holders ranked above it
+    for entry in holders:
+        above += entry[0] < best
+    if above == len(holders):
         return True
-    above = int(np.count_nonzero(rho > best)) + sum(-entry[0] > best for entry in holders)
-    return above >= bidders
+    return above + int(np.count_nonzero(rho > -best)) >= bidders
 
 
 def auction_participants(contenders: int, fairness_knob: float) -> int:
@@ -461,8 +463,9 @@ class Themis(Policy):
                 leases.grant(job_id, now)  # a pinned job keeps its GPUs
         if not offered:
             return
-        budget = (sum(view.free_gpus(pool.name) for pool in view.spec.pools)
-                  + sum(job.gpus for job in offered))
+        free = sum(view.free_gpus(pool.name) for pool in view.spec.pools)
+        held = sum(job.gpus for job in offered)
+        budget = free + held
         smallest = view.smallest_queued_gpus()
         if smallest > budget:
             for job in offered:  # no waiting job fits: every holder wins back unopposed
@@ -474,7 +477,7 @@ class Themis(Policy):
         # The waiting jobs are rows 0..first-1, ranked in numpy; the few holders (offered
         # jobs) are rows first.., ranked in Python with the same float operations: entries
         # (-ρ, submit time, job id, row, GPUs held), as the walk's sort wants them.
-        share = share_gpus(view)
+        share = self._waiting.share
         holders = []
         for index, job in enumerate(offered):
             independent = independent_time(job.predicted_duration, job.spec.num_gpus, share)
@@ -484,8 +487,7 @@ class Themis(Policy):
         submit, need = rows.column(SUBMIT), rows.column(GPUS)
         rho = self._waiting.fairness(now)
         bidders = auction_participants(first + len(holders), self.fairness_fraction)
-        held = sum(entry[4] for entry in holders)
-        if budget - held < smallest and unopposed(rho, need, budget, holders, bidders):
+        if free < smallest and unopposed(rho, need, budget, holders, bidders):
             for job in offered:
                 leases.grant(job.job_id, now)
             return
