@@ -333,6 +333,40 @@ def unopposed(rho: np.ndarray, need: np.ndarray, budget: int,
     return above + int(np.count_nonzero(rho > -best)) >= bidders
 
 
+def first_winners(rho: np.ndarray, submit: np.ndarray, need: np.ndarray, ids: list[str],
+                  bidding: np.ndarray, holders: list[tuple[float, float, str, int, int]],
+                  budget: int) -> tuple[list[int], int]:
+    """`walk` over the bidders in Themis order (-ρ, submit time, job id): the waiting rows
+    `bidding` (of `rho`, `submit`, `need`, `ids`) and the bidding `holders` (walk entries).
+    A job that does not fit what the winners before it left never fits later, so the walk's
+    next winner is always the first remaining job in the order that fits what is left: the
+    winners are found one by one (one masked maximum each; a Python sort only when ρ ties),
+    without ordering the bidders, who are many on a long queue, while winners are few."""
+    holders = sorted(holders)
+    rho_of, need_of = rho[bidding], need[bidding]  # copies: a winner's need is set to inf
+    won: list[int] = []
+    while budget > 0:
+        best = None
+        fits = need_of <= budget
+        ranked = np.where(fits, rho_of, -math.inf)
+        at = int(ranked.argmax()) if len(ranked) else 0
+        if len(ranked) and fits[at]:  # a waiting job fits; of those tied, the first submitted
+            tied = np.flatnonzero(ranked == ranked[at]).tolist()
+            at = min(tied, key=lambda i: (submit[bidding[i]], ids[bidding[i]]))
+            row = int(bidding[at])
+            best = (-float(rho_of[at]), float(submit[row]), ids[row], row, int(need_of[at]))
+        holders = [entry for entry in holders if entry[4] <= budget]
+        if holders and (best is None or holders[0] < best):
+            best = holders.pop(0)
+        elif best is not None:
+            need_of[at] = math.inf
+        else:
+            break
+        won.append(best[3])
+        budget -= best[4]
+    return won, budget
+
+
 def auction_participants(contenders: int, fairness_knob: float) -> int:
     """How many of the worst-ρ jobs bid in an auction: the 1 - f fraction of the contenders
     (Themis §5.2's fairness knob f: f = 0 lets every job bid, the most efficient; f → 1 only
@@ -497,23 +531,9 @@ class Themis(Policy):
 
         bid = least_fair(np.concatenate((rho, [-entry[0] for entry in holders])), bidders,
                          tie_key)
-        # Bidders in decreasing ρ: waiting ones band by band, each holder in the first band
-        # whose lowest ρ it reaches (bands never split a tie, so the merge is the order).
-        bidding = [entry for entry in holders if bid[entry[3]] and entry[4] <= budget]
-        won: list[int] = []
-        for band in bands(rho, np.flatnonzero(bid[:first] & (need <= budget)), budget + 16):
-            entries = sorted(self._entries(rho, submit, need, ids, band))
-            low = entries[-1][0]  # -ρ of the band's last
-            if any(entry[0] <= low for entry in bidding):
-                entries = sorted(entries + [entry for entry in bidding if entry[0] <= low])
-                bidding = [entry for entry in bidding if entry[0] > low]
-            won_here, budget = walk(entries, budget)
-            won += won_here
-            if budget <= 0:
-                break
-        if budget > 0 and bidding:
-            won_here, budget = walk(sorted(bidding), budget)
-            won += won_here
+        won, budget = first_winners(
+            rho, submit, need, ids, np.flatnonzero(bid[:first] & (need <= budget)),
+            [entry for entry in holders if bid[entry[3]]], budget)
         if budget > 0:  # leftover: first the jobs whose leases end keep what they hold
             won_here, budget = walk(sorted(entry for entry in holders if not bid[entry[3]]),
                                     budget)
