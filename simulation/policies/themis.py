@@ -90,6 +90,7 @@ from simulation.state import JobStatus
 from simulation.view import ClusterView, JobView
 
 _FEW_WAITING = 150  # up to this many waiting jobs, Python ranks them faster than numpy
+_FEW_BIDDERS = 40  # up to this many bidders that fit, a Python sort finds the winners faster
 
 
 def current_rate(view: ClusterView, job: JobView) -> float:
@@ -333,6 +334,14 @@ def unopposed(rho: np.ndarray, need: np.ndarray, budget: int,
     return above + int(np.count_nonzero(rho > -best)) >= bidders
 
 
+def walk_entries(rho: np.ndarray, submit: np.ndarray, need: np.ndarray, ids: list[str],
+                 index: np.ndarray) -> list[tuple[float, float, str, int, int]]:
+    """Walk entries (-ρ, submit time, job id, row, GPUs) of the waiting rows `index`."""
+    rows = index.tolist()
+    return list(zip((-rho[index]).tolist(), submit[index].tolist(), [ids[i] for i in rows],
+                    rows, need[index].astype(np.int64).tolist(), strict=True))
+
+
 def first_winners(rho: np.ndarray, submit: np.ndarray, need: np.ndarray, ids: list[str],
                   bidding: np.ndarray, holders: list[tuple[float, float, str, int, int]],
                   budget: int) -> tuple[list[int], int]:
@@ -341,7 +350,10 @@ def first_winners(rho: np.ndarray, submit: np.ndarray, need: np.ndarray, ids: li
     A job that does not fit what the winners before it left never fits later, so the walk's
     next winner is always the first remaining job in the order that fits what is left: the
     winners are found one by one (one masked maximum each; a Python sort only when ρ ties),
-    without ordering the bidders, who are many on a long queue, while winners are few."""
+    without ordering the bidders, who are many on a long queue, while winners are few. A
+    few bidders are sorted in Python, cheaper than numpy's calls."""
+    if len(bidding) <= _FEW_BIDDERS:
+        return walk(sorted(walk_entries(rho, submit, need, ids, bidding) + holders), budget)
     holders = sorted(holders)
     rho_of, need_of = rho[bidding], need[bidding]  # copies: a winner's need is set to inf
     won: list[int] = []
@@ -542,7 +554,7 @@ class Themis(Policy):
             fitting = sorted(np.flatnonzero(~bid[:first] & (need <= budget)).tolist(),
                              key=ids.__getitem__)  # shuffled from job id order: rows move on drops
             self.rng.shuffle(fitting)
-            won_here, budget = walk(self._entries(rho, submit, need, ids, np.array(
+            won_here, budget = walk(walk_entries(rho, submit, need, ids, np.array(
                 fitting, dtype=np.intp)), budget)
             won += won_here
         kept_offered = {i - first for i in won if i >= first}
@@ -558,12 +570,3 @@ class Themis(Policy):
                 launch = place_requested(view, views[i])
                 if launch is not None:
                     yield launch
-
-    @staticmethod
-    def _entries(rho: np.ndarray, submit: np.ndarray, need: np.ndarray, ids: list[str],
-                 index: np.ndarray) -> list[tuple[float, float, str, int, int]]:
-        """Walk entries (-ρ, submit time, job id, row, GPUs) of the waiting rows `index`."""
-        rows = index.tolist()
-        return list(zip((-rho[index]).tolist(), submit[index].tolist(),
-                        [ids[i] for i in rows], rows, need[index].astype(np.int64).tolist(),
-                        strict=True))

@@ -7,7 +7,9 @@ end, greedily; then the jobs whose leases end keep what they hold, in the same o
 waiting jobs that fit take the rest in seeded random order (shuffled from job id order).
 Between lease ends the waiting jobs take free GPUs in ρ order (`launch_in_order`). The
 policy computes ρ from per-job values kept across rounds (`Waiting`), in numpy or, for few
-waiting jobs, in Python, and finds an auction's bidders by a partition (`least_fair`). On
+waiting jobs, in Python, finds an auction's bidders by a partition (`least_fair`), skips an
+auction it can prove changes nothing (`unopposed`) and finds the bidders' winners one by one
+(`first_winners`) or, when few bidders fit, by a Python sort. On
 contended random workloads with equal submit times and durations (so ρ ties), non-preemptible
 jobs and short leases, every job's start, end and preemption count must equal the
 definition's.
@@ -134,9 +136,10 @@ def outcome(policy: Themis, jobs: list[JobSpec], restart: float,
     (100.0, 0.2, 63.0, 300.0), (250.0, 0.7, 0.0, 300.0), (60.0, 0.0, 20.0, 300.0),
     (60.0, 0.3, 63.0, 5.0),  # a long queue: walks often end before the leftover
 ])
-@pytest.mark.parametrize("few", [0, 10, 1000])  # waiting jobs ranked in Python, not numpy
+@pytest.mark.parametrize("few", [0, 10, 1000])  # waiting jobs, bidders ranked in Python
 def test_themis_equals_its_definition(seed, lease, fraction, restart, gap, few, monkeypatch):
     monkeypatch.setattr(themis, "_FEW_WAITING", few)
+    monkeypatch.setattr(themis, "_FEW_BIDDERS", few // 4)
     params = {"lease": lease, "fairness_fraction": fraction}
     jobs = random_jobs(seed, 120 if gap < 100 else 70, gap)
     fast = outcome(create_policy("themis", params, seed=seed), jobs, restart)
@@ -170,6 +173,7 @@ def test_themis_rounds_equal_their_definition(seed, lease, fraction, restart, ga
                                               monkeypatch):
     # `leases=rounds`: every running job's lease ends at each k·lease, the same auction.
     monkeypatch.setattr(themis, "_FEW_WAITING", few)
+    monkeypatch.setattr(themis, "_FEW_BIDDERS", few)
     params = {"lease": lease, "fairness_fraction": fraction, "leases": "rounds"}
     jobs = random_jobs(seed, 120 if gap < 100 else 70, gap)
     fast = outcome(create_policy("themis", params, seed=seed), jobs, restart)
