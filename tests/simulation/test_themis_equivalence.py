@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Iterator
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -146,6 +147,25 @@ def test_themis_equals_its_definition(seed, lease, fraction, restart, gap, few, 
     reference = ThemisByDefinition(rng=random.Random(f"themis:{seed}"), **params)
     assert fast == outcome(reference, jobs, restart)
     assert sum(row[3] for row in fast) > 0  # contended: lease ends preempt
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("few", [0, 1000])
+def test_themis_equals_its_definition_with_instant_jobs(seed, few, monkeypatch):
+    # A job predicted to take no time has T_independent 0 and ρ = inf while it waits (0/0
+    # at its submission, as lease ends at multiples of 60 s meet arrivals): the rows' ρ must
+    # then come from the guarded division, not the plain one.
+    monkeypatch.setattr(themis, "_FEW_WAITING", few)
+    monkeypatch.setattr(themis, "_FEW_BIDDERS", few)
+    rng = random.Random(seed)
+    jobs = [replace(job, submit_time=60.0 * round(job.submit_time / 60.0),
+                    duration=0.0 if rng.random() < 0.2 else job.duration)
+            for job in random_jobs(seed, 120, 30.0)]
+    params = {"lease": 60.0, "fairness_fraction": 0.3}
+    fast = outcome(create_policy("themis", params, seed=seed), jobs, 20.0)
+    reference = ThemisByDefinition(rng=random.Random(f"themis:{seed}"), **params)
+    assert fast == outcome(reference, jobs, 20.0)
+    assert sum(row[3] for row in fast) > 0
 
 
 @pytest.mark.parametrize("seed", range(6))
