@@ -84,7 +84,7 @@ import numpy as np
 from simulation.decisions import Decision, Launch, Preempt
 from simulation.policies.base import Param, Policy, register
 from simulation.policies.ordering import launch_in_order, place_requested, training_capacity
-from simulation.policies.srtf import remaining_seconds
+from simulation.policies.srtf import prediction_scale, remaining_seconds
 from simulation.policies.themis_leases import Leases, Rounds
 from simulation.state import JobStatus
 from simulation.view import ClusterView, JobView
@@ -411,8 +411,9 @@ class Themis(Policy):
     def __init__(self, **values: object) -> None:
         super().__init__(**values)
         self._waiting = Waiting()
-        # job id -> (placement, share, `current_rate`) of a job when it last held GPUs
-        self._rates: dict[str, tuple[object, float, float]] = {}
+        # job id -> (placement, share, `current_rate`, `prediction_scale`) of a job when it
+        # last held GPUs
+        self._rates: dict[str, tuple[object, float, float, float]] = {}
         self._leases: Leases | Rounds = (
             Rounds(self.lease) if self.leases == "rounds" else Leases(self.lease))
 
@@ -482,16 +483,24 @@ class Themis(Policy):
         views = rows.views
         return (views[fits[i]] for piece in pieces for i in piece.tolist())
 
-    def _running_left(self, view: ClusterView, job: JobView) -> float:
-        """`seconds_left` of a running job. Its rate changes only with its placement or share,
-        so it is kept per job; an auction would otherwise rate every holder again at each
-        lease end."""
-        placement, share = job.placement, job.share
-        kept = self._rates.get(job.job_id)
-        if kept is None or kept[0] is not placement or kept[1] != share:
-            kept = self._rates[job.job_id] = (placement, share, current_rate(view, job))
+    def _holder_entry(self, view: ClusterView, job: JobView, share: float, row: int
+                      ) -> tuple[float, float, str, int, int]:
+        """The walk entry (-ρ, submit time, job id, row, GPUs held) of a job whose lease ends,
+        ρ computed as `finish_time_fairness` does at the cluster's `share` (G/N). Its rate
+        changes only with its placement or share and its prediction scale never, so both are
+        kept per job; an auction would otherwise rate every holder again at each lease end."""
+        spec = job.spec
+        placement, job_share = job.placement, job.share
+        kept = self._rates.get(spec.job_id)
+        if kept is None or kept[0] is not placement or kept[1] != job_share:
+            kept = self._rates[spec.job_id] = (placement, job_share, current_rate(view, job),
+                                               prediction_scale(job))
         rate = kept[2]
-        return remaining_seconds(job) / rate if rate > 0 else math.inf
+        left = job.remaining_work * kept[3] / rate if rate > 0 else math.inf  # `seconds_left`
+        independent = job.predicted_duration * max(1.0, spec.num_gpus / share)
+        shared = view.now - spec.submit_time + left
+        rho = shared / independent if independent > 0 else math.inf
+        return -rho, spec.submit_time, spec.job_id, row, job.gpus
 
     def _auction(self, view: ClusterView, ending: list[str]) -> Iterator[Decision]:
         """The GPUs of the leases ending now and the free GPUs, auctioned among the M jobs
@@ -524,12 +533,8 @@ class Themis(Policy):
         # jobs) are rows first.., ranked in Python with the same float operations: entries
         # (-ρ, submit time, job id, row, GPUs held), as the walk's sort wants them.
         share = self._waiting.share
-        holders = []
-        for index, job in enumerate(offered):
-            independent = independent_time(job.predicted_duration, job.spec.num_gpus, share)
-            shared = now - job.submit_time + self._running_left(view, job)
-            rho = shared / independent if independent > 0 else math.inf
-            holders.append((-rho, job.submit_time, job.job_id, first + index, job.gpus))
+        holders = [self._holder_entry(view, job, share, first + index)
+                   for index, job in enumerate(offered)]
         submit, need = rows.column(SUBMIT), rows.column(GPUS)
         rho = self._waiting.fairness(now)
         bidders = auction_participants(first + len(holders), self.fairness_fraction)
