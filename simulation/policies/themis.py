@@ -62,15 +62,16 @@ them (the lead may check them against the paper), with the simplifications named
 Speed (issues #16, #22): the parts of a waiting job's ρ that do not change while it waits are
 kept per job (`Waiting`, fed by the engine's queue and allocation logs; T_independent only
 until the share G/N changes) and a round computes ρ from them with the same float operations
-as `finish_time_fairness`: in numpy, or in Python when few jobs wait. An auction appends the
-offered jobs to the waiting rows (`Rows.with_extra`), so one vectorised `fairness` ranks all
-its contenders. Lease ends sit in a heap (`Leases`, fed by the allocation log), so a round
-touches only the leases that end; an auction that no waiting job fits (the holders win back
-unopposed) ranks nobody. Between auctions only the waiting jobs that fit the free
-GPUs are ranked. An auction finds its bidders with one partition (`least_fair`) and sorts in
-Python only the bidders that fit its GPUs, band by band of ρ (`bands`), as the greedy walk
-(`walk`) usually ends after a few. Equal ρ are ordered by submission and job id exactly as the
-definition.
+as `finish_time_fairness`: in numpy, or in Python when few jobs wait. An auction ranks the
+waiting rows in numpy and its few holders in Python beside them (a holder's rate and
+prediction scale kept until its placement changes). Lease ends sit in a heap (`Leases`, fed by
+the allocation log), so a round touches only the leases that end; an auction that no waiting
+job fits ranks nobody, and one that provably ends as it began (`unopposed`: the best waiting
+job that fits ranks below every holder, or is no bidder) bids nobody, most auctions on a
+loaded trace. Otherwise it finds its bidders with one partition (`least_fair`) and the
+bidders' winners one by one (`first_winners`), as the greedy walk (`walk`) usually ends after
+a few. Between auctions only the waiting jobs that fit the free GPUs are ranked. Equal ρ are
+ordered by submission and job id exactly as the definition.
 """
 
 from __future__ import annotations
