@@ -62,15 +62,16 @@ them (the lead may check them against the paper), with the simplifications named
 Speed (issues #16, #22): the parts of a waiting job's ρ that do not change while it waits are
 kept per job (`Waiting`, fed by the engine's queue and allocation logs; T_independent only
 until the share G/N changes) and a round computes ρ from them with the same float operations
-as `finish_time_fairness`: in numpy, or in Python when few jobs wait. An auction appends the
-offered jobs to the waiting rows (`Rows.with_extra`), so one vectorised `fairness` ranks all
-its contenders. Lease ends sit in a heap (`Leases`, fed by the allocation log), so a round
-touches only the leases that end; an auction that no waiting job fits (the holders win back
-unopposed) ranks nobody. Between auctions only the waiting jobs that fit the free
-GPUs are ranked. An auction finds its bidders with one partition (`least_fair`) and sorts in
-Python only the bidders that fit its GPUs, band by band of ρ (`bands`), as the greedy walk
-(`walk`) usually ends after a few. Equal ρ are ordered by submission and job id exactly as the
-definition.
+as `finish_time_fairness`: in numpy, or in Python when few jobs wait. An auction ranks the
+waiting rows in numpy and its few holders in Python beside them (a holder's rate and
+prediction scale kept until its placement changes). Lease ends sit in a heap (`Leases`, fed by
+the allocation log), so a round touches only the leases that end; an auction that no waiting
+job fits ranks nobody, and one that provably ends as it began (`unopposed`: the best waiting
+job that fits ranks below every holder, or is no bidder) bids nobody, most auctions on a
+loaded trace. Otherwise it finds its bidders with one partition (`least_fair`) and the
+bidders' winners one by one (`first_winners`), as the greedy walk (`walk`) usually ends after
+a few. Between auctions only the waiting jobs that fit the free GPUs are ranked. Equal ρ are
+ordered by submission and job id exactly as the definition.
 """
 
 from __future__ import annotations
@@ -84,12 +85,13 @@ import numpy as np
 from simulation.decisions import Decision, Launch, Preempt
 from simulation.policies.base import Param, Policy, register
 from simulation.policies.ordering import launch_in_order, place_requested, training_capacity
-from simulation.policies.srtf import remaining_seconds
+from simulation.policies.srtf import prediction_scale, remaining_seconds
 from simulation.policies.themis_leases import Leases, Rounds
 from simulation.state import JobStatus
 from simulation.view import ClusterView, JobView
 
 _FEW_WAITING = 150  # up to this many waiting jobs, Python ranks them faster than numpy
+_FEW_BIDDERS = 40  # up to this many bidders that fit, a Python sort finds the winners faster
 
 
 def current_rate(view: ClusterView, job: JobView) -> float:
@@ -167,10 +169,6 @@ class Rows:
         """The column's live values (a view: valid until the next `put` or `drop`)."""
         return self._data[index, : len(self.ids)]
 
-    def with_extra(self, extra: list[tuple[float, ...]]) -> np.ndarray:
-        """The live columns followed by `extra` rows of the same columns (a copy)."""
-        return np.concatenate((self._data[:, : len(self.ids)], np.array(extra).T), axis=1)
-
 
 # Columns of `Waiting.rows`. LEFT: a waiting job's remaining seconds at its requested rate;
 # INDEPENDENT: its T_independent at the current share of the cluster.
@@ -189,13 +187,14 @@ class Waiting:
 
     def sync(self, view: ClusterView) -> None:
         if view is not self._view:  # a new run or snapshot: read the logs from the start
-            self._view, self._queued, self._moved, self._share = view, 0, 0, math.nan
+            self._view, self._queued, self._moved, self.share = view, 0, 0, math.nan
             self.rows = Rows(5)
             # job id -> (submit time, predicted duration, GPUs, LEFT, job)
             self.jobs: dict[str, tuple[float, float, int, float, JobView]] = {}
+            self._durationless: set[str] = set()  # waiting jobs predicted to take no time
         share = share_gpus(view)
-        if share != self._share:
-            self._share = share
+        if share != self.share:
+            self.share = share  # G/N at the last sync (`share_gpus`)
             rows = self.rows
             rows.column(INDEPENDENT)[:] = rows.column(DURATION) * np.maximum(
                 1.0, rows.column(GPUS) / share)
@@ -206,22 +205,37 @@ class Waiting:
             if job_id not in waiting:
                 self.rows.drop(job_id)
                 self.jobs.pop(job_id, None)
+                self._durationless.discard(job_id)
                 continue
             job = view.job(job_id)
             spec = job.spec
+            if job.predicted_duration <= 0:
+                self._durationless.add(job_id)
             left = seconds_left(view, job)
             self.rows.put(job, (spec.submit_time, job.predicted_duration, spec.num_gpus, left,
                                 independent_time(job.predicted_duration, spec.num_gpus, share)))
             self.jobs[job_id] = (spec.submit_time, job.predicted_duration, spec.num_gpus, left,
                                  job)
 
+    def fairness(self, now: float) -> np.ndarray:
+        """ρ of every row (`fairness`), by a plain division while every T_independent is
+        positive (no job predicted to take no time, a share of GPUs), as it nearly always
+        is."""
+        rows = self.rows
+        return fairness(now, rows.column(SUBMIT), rows.column(LEFT), rows.column(INDEPENDENT),
+                        positive=not self._durationless and self.share > 0)
 
-def fairness(now: float, submit: np.ndarray, left: np.ndarray, independent: np.ndarray
-             ) -> np.ndarray:
+
+def fairness(now: float, submit: np.ndarray, left: np.ndarray, independent: np.ndarray,
+             positive: bool = False) -> np.ndarray:
     """`finish_time_fairness` of many jobs, with the same float operations in the same order;
     `left` is `remaining_seconds / current_rate` (inf when the rate is 0), `independent` is
-    `independent_time`."""
-    shared = (now - submit) + left
+    `independent_time`, known to be `positive` everywhere or not."""
+    shared = now - submit
+    shared += left
+    if positive:
+        shared /= independent
+        return shared
     rho = np.full(len(shared), math.inf)
     np.divide(shared, independent, out=rho, where=independent > 0)
     return rho
@@ -269,33 +283,100 @@ def worst_first_in_pieces(rho: np.ndarray, submit: np.ndarray, job_id: Callable[
         yield worst_first(rho, submit, job_id, band)
 
 
-def least_fair(rho: np.ndarray, submit: np.ndarray, job_id: Callable[[int], str], count: int
+def least_fair(rho: np.ndarray, count: int, tie_key: Callable[[int], tuple[float, str]]
                ) -> np.ndarray:
     """Which rows are the `count` first in Themis order (-ρ, submit time, job id): every row
-    above the count-th largest ρ, and of the rows tied with it the first by submit time, then
-    job id. One partition; a Python sort only when ρ ties across the cut."""
+    above the count-th largest ρ, and of the rows tied with it the first by `tie_key`
+    ((submit time, job id) of a row). One partition; a Python sort only when ρ ties across
+    the cut."""
     if count >= len(rho):
         return np.ones(len(rho), dtype=bool)
     cut = np.partition(rho, len(rho) - count)[len(rho) - count]
     chosen = rho >= cut
     surplus = int(np.count_nonzero(chosen)) - count
     if surplus:
-        tied = sorted(np.flatnonzero(rho == cut).tolist(), key=lambda i: (submit[i], job_id(i)))
+        tied = sorted(np.flatnonzero(rho == cut).tolist(), key=tie_key)
         chosen[tied[len(tied) - surplus:]] = False
     return chosen
 
 
-def walk(entries: Iterable[tuple[int, int]], budget: int) -> tuple[list[int], int]:
-    """The auction's greedy walk over (row, GPUs) in order: a job wins if it fits what the
-    winners before it left, and the walk ends when nothing is left. Returns the winners and
-    the budget left."""
+def walk(entries: Iterable[tuple[float, float, str, int, int]], budget: int
+         ) -> tuple[list[int], int]:
+    """The auction's greedy walk over entries (-ρ, submit time, job id, row, GPUs) in order:
+    a job wins if it fits what the winners before it left, and the walk ends when nothing is
+    left. Returns the winning rows and the budget left."""
     won = []
-    for row, gpus in entries:
+    for _, _, _, row, gpus in entries:
         if budget <= 0:
             break
         if gpus <= budget:
             won.append(row)
             budget -= gpus
+    return won, budget
+
+
+def unopposed(rho: np.ndarray, need: np.ndarray, budget: int,
+              holders: list[tuple[float, float, str, int, int]], bidders: int) -> bool:
+    """Whether an auction provably ends as it began, every holder keeping its GPUs and no
+    waiting job launched, when no waiting job fits the free GPUs alone. `rho` and `need` are
+    the waiting rows', `holders` the offered jobs' walk entries (-ρ first), `budget` the
+    GPUs offered. Take the waiting job of largest ρ that fits the budget. If every holder's
+    ρ is above it, the holders that bid win first and leave only the free GPUs to the waiting
+    jobs behind them, and behind a holder that does not bid nobody bids. If `bidders` rows
+    rank strictly above it, no waiting job that fits bids. Either way only holders win, and
+    all of them do (what they hold fits what the others leave). Otherwise (ties included)
+    the auction must be run."""
+    best = -np.maximum.reduce(rho[need <= budget], initial=-math.inf)  # as -ρ, like entries
+    above = 0  # holders ranked above it
+    for entry in holders:
+        above += entry[0] < best
+    if above == len(holders):
+        return True
+    return above + int(np.count_nonzero(rho > -best)) >= bidders
+
+
+def walk_entries(rho: np.ndarray, submit: np.ndarray, need: np.ndarray, ids: list[str],
+                 index: np.ndarray) -> list[tuple[float, float, str, int, int]]:
+    """Walk entries (-ρ, submit time, job id, row, GPUs) of the waiting rows `index`."""
+    rows = index.tolist()
+    return list(zip((-rho[index]).tolist(), submit[index].tolist(), [ids[i] for i in rows],
+                    rows, need[index].astype(np.int64).tolist(), strict=True))
+
+
+def first_winners(rho: np.ndarray, submit: np.ndarray, need: np.ndarray, ids: list[str],
+                  bidding: np.ndarray, holders: list[tuple[float, float, str, int, int]],
+                  budget: int) -> tuple[list[int], int]:
+    """`walk` over the bidders in Themis order (-ρ, submit time, job id): the waiting rows
+    `bidding` (of `rho`, `submit`, `need`, `ids`) and the bidding `holders` (walk entries).
+    A job that does not fit what the winners before it left never fits later, so the walk's
+    next winner is always the first remaining job in the order that fits what is left: the
+    winners are found one by one (one masked maximum each; a Python sort only when ρ ties),
+    without ordering the bidders, who are many on a long queue, while winners are few. A
+    few bidders are sorted in Python, cheaper than numpy's calls."""
+    if len(bidding) <= _FEW_BIDDERS:
+        return walk(sorted(walk_entries(rho, submit, need, ids, bidding) + holders), budget)
+    holders = sorted(holders)
+    rho_of, need_of = rho[bidding], need[bidding]  # copies: a winner's need is set to inf
+    won: list[int] = []
+    while budget > 0:
+        best = None
+        fits = need_of <= budget
+        ranked = np.where(fits, rho_of, -math.inf)
+        at = int(ranked.argmax()) if len(ranked) else 0
+        if len(ranked) and fits[at]:  # a waiting job fits; of those tied, the first submitted
+            tied = np.flatnonzero(ranked == ranked[at]).tolist()
+            at = min(tied, key=lambda i: (submit[bidding[i]], ids[bidding[i]]))
+            row = int(bidding[at])
+            best = (-float(rho_of[at]), float(submit[row]), ids[row], row, int(need_of[at]))
+        holders = [entry for entry in holders if entry[4] <= budget]
+        if holders and (best is None or holders[0] < best):
+            best = holders.pop(0)
+        elif best is not None:
+            need_of[at] = math.inf
+        else:
+            break
+        won.append(best[3])
+        budget -= best[4]
     return won, budget
 
 
@@ -331,8 +412,9 @@ class Themis(Policy):
     def __init__(self, **values: object) -> None:
         super().__init__(**values)
         self._waiting = Waiting()
-        # job id -> (placement, share, `current_rate`) of a job when it last held GPUs
-        self._rates: dict[str, tuple[object, float, float]] = {}
+        # job id -> (placement, share, `current_rate`, `prediction_scale`) of a job when it
+        # last held GPUs
+        self._rates: dict[str, tuple[object, float, float, float]] = {}
         self._leases: Leases | Rounds = (
             Rounds(self.lease) if self.leases == "rounds" else Leases(self.lease))
 
@@ -402,26 +484,24 @@ class Themis(Policy):
         views = rows.views
         return (views[fits[i]] for piece in pieces for i in piece.tolist())
 
-    def _running_left(self, view: ClusterView, job: JobView) -> float:
-        """`seconds_left` of a running job. Its rate changes only with its placement or share,
-        so it is kept per job; an auction would otherwise rate every holder again at each
-        lease end."""
-        placement, share = job.placement, job.share
-        kept = self._rates.get(job.job_id)
-        if kept is None or kept[0] is not placement or kept[1] != share:
-            kept = self._rates[job.job_id] = (placement, share, current_rate(view, job))
+    def _holder_entry(self, view: ClusterView, job: JobView, share: float, row: int
+                      ) -> tuple[float, float, str, int, int]:
+        """The walk entry (-ρ, submit time, job id, row, GPUs held) of a job whose lease ends,
+        ρ computed as `finish_time_fairness` does at the cluster's `share` (G/N). Its rate
+        changes only with its placement or share and its prediction scale never, so both are
+        kept per job; an auction would otherwise rate every holder again at each lease end."""
+        spec = job.spec
+        placement, job_share = job.placement, job.share
+        kept = self._rates.get(spec.job_id)
+        if kept is None or kept[0] is not placement or kept[1] != job_share:
+            kept = self._rates[spec.job_id] = (placement, job_share, current_rate(view, job),
+                                               prediction_scale(job))
         rate = kept[2]
-        return remaining_seconds(job) / rate if rate > 0 else math.inf
-
-    @staticmethod
-    def _in_order(rho: np.ndarray, submit: np.ndarray, need: np.ndarray,
-                  job_id: Callable[[int], str], index: np.ndarray) -> Iterator[tuple[int, int]]:
-        """(row, GPUs) of the rows `index`, worst ρ first as `sorted` orders (-ρ, submit time,
-        job id): a Python sort, cheaper than numpy's for the few rows an auction walks."""
-        rows = index.tolist()
-        ranked = sorted(zip((-rho[index]).tolist(), submit[index].tolist(), map(job_id, rows),
-                            rows, need[index].tolist(), strict=True))
-        return ((entry[3], entry[4]) for entry in ranked)
+        left = job.remaining_work * kept[3] / rate if rate > 0 else math.inf  # `seconds_left`
+        independent = job.predicted_duration * max(1.0, spec.num_gpus / share)
+        shared = view.now - spec.submit_time + left
+        rho = shared / independent if independent > 0 else math.inf
+        return -rho, spec.submit_time, spec.job_id, row, job.gpus
 
     def _auction(self, view: ClusterView, ending: list[str]) -> Iterator[Decision]:
         """The GPUs of the leases ending now and the free GPUs, auctioned among the M jobs
@@ -439,48 +519,49 @@ class Themis(Policy):
                 leases.grant(job_id, now)  # a pinned job keeps its GPUs
         if not offered:
             return
-        budget = (sum(view.free_gpus(pool.name) for pool in view.spec.pools)
-                  + sum(job.gpus for job in offered))
-        if view.smallest_queued_gpus() > budget:
+        free = sum(view.free_gpus(pool.name) for pool in view.spec.pools)
+        held = sum(job.gpus for job in offered)
+        budget = free + held
+        smallest = view.smallest_queued_gpus()
+        if smallest > budget:
             for job in offered:  # no waiting job fits: every holder wins back unopposed
                 leases.grant(job.job_id, now)
             return
         self._waiting.sync(view)
         rows = self._waiting.rows
-        first = len(rows)
-        # The offered jobs as rows after the waiting ones, so one `fairness` gives every ρ as
-        # `finish_time_fairness` does; their GPUS are those they hold (a Themis job holds what
-        # it asked for), their T_independent at the share the waiting rows have.
-        share = share_gpus(view)
-        columns = rows.with_extra([
-            (job.submit_time, job.predicted_duration, job.gpus, self._running_left(view, job),
-             independent_time(job.predicted_duration, job.spec.num_gpus, share))
-            for job in offered])
-        submit = columns[SUBMIT]
-        rho = fairness(now, submit, columns[LEFT], columns[INDEPENDENT])
-        need = columns[GPUS].astype(np.int64)
-        ids = rows.ids
+        ids, first = rows.ids, len(rows)
+        # The waiting jobs are rows 0..first-1, ranked in numpy; the few holders (offered
+        # jobs) are rows first.., ranked in Python with the same float operations: entries
+        # (-ρ, submit time, job id, row, GPUs held), as the walk's sort wants them.
+        share = self._waiting.share
+        holders = [self._holder_entry(view, job, share, first + index)
+                   for index, job in enumerate(offered)]
+        submit, need = rows.column(SUBMIT), rows.column(GPUS)
+        rho = self._waiting.fairness(now)
+        bidders = auction_participants(first + len(holders), self.fairness_fraction)
+        if free < smallest and unopposed(rho, need, budget, holders, bidders):
+            for job in offered:
+                leases.grant(job.job_id, now)
+            return
 
-        def job_id(i: int) -> str:
-            return ids[i] if i < first else offered[i - first].job_id
+        def tie_key(i: int) -> tuple[float, str]:
+            return (submit[i], ids[i]) if i < first else holders[i - first][1:3]
 
-        bid = least_fair(rho, submit, job_id,
-                         auction_participants(len(rho), self.fairness_fraction))
-        won: list[int] = []
-        for band in bands(rho, np.flatnonzero(bid & (need <= budget)), budget + 16):
-            won_here, budget = walk(self._in_order(rho, submit, need, job_id, band), budget)
-            won += won_here
-            if budget <= 0:
-                break
+        bid = least_fair(np.concatenate((rho, [-entry[0] for entry in holders])), bidders,
+                         tie_key)
+        won, budget = first_winners(
+            rho, submit, need, ids, np.flatnonzero(bid[:first] & (need <= budget)),
+            [entry for entry in holders if bid[entry[3]]], budget)
         if budget > 0:  # leftover: first the jobs whose leases end keep what they hold
-            holders = np.flatnonzero(~bid[first:]) + first
-            won_here, budget = walk(self._in_order(rho, submit, need, job_id, holders), budget)
+            won_here, budget = walk(sorted(entry for entry in holders if not bid[entry[3]]),
+                                    budget)
             won += won_here
         if budget > 0:  # then waiting jobs that fit, in seeded random order
-            fitting = sorted(np.flatnonzero(~bid[:first] & (need[:first] <= budget)).tolist(),
-                             key=job_id)  # shuffled from job id order: rows move on drops
+            fitting = sorted(np.flatnonzero(~bid[:first] & (need <= budget)).tolist(),
+                             key=ids.__getitem__)  # shuffled from job id order: rows move on drops
             self.rng.shuffle(fitting)
-            won_here, budget = walk(((i, int(need[i])) for i in fitting), budget)
+            won_here, budget = walk(walk_entries(rho, submit, need, ids, np.array(
+                fitting, dtype=np.intp)), budget)
             won += won_here
         kept_offered = {i - first for i in won if i >= first}
         for index, job in enumerate(offered):

@@ -7,7 +7,9 @@ end, greedily; then the jobs whose leases end keep what they hold, in the same o
 waiting jobs that fit take the rest in seeded random order (shuffled from job id order).
 Between lease ends the waiting jobs take free GPUs in ρ order (`launch_in_order`). The
 policy computes ρ from per-job values kept across rounds (`Waiting`), in numpy or, for few
-waiting jobs, in Python, and finds an auction's bidders by a partition (`least_fair`). On
+waiting jobs, in Python, finds an auction's bidders by a partition (`least_fair`), skips an
+auction it can prove changes nothing (`unopposed`) and finds the bidders' winners one by one
+(`first_winners`) or, when few bidders fit, by a Python sort. On
 contended random workloads with equal submit times and durations (so ρ ties), non-preemptible
 jobs and short leases, every job's start, end and preemption count must equal the
 definition's.
@@ -18,6 +20,7 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Iterator
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -134,15 +137,35 @@ def outcome(policy: Themis, jobs: list[JobSpec], restart: float,
     (100.0, 0.2, 63.0, 300.0), (250.0, 0.7, 0.0, 300.0), (60.0, 0.0, 20.0, 300.0),
     (60.0, 0.3, 63.0, 5.0),  # a long queue: walks often end before the leftover
 ])
-@pytest.mark.parametrize("few", [0, 10, 1000])  # waiting jobs ranked in Python, not numpy
+@pytest.mark.parametrize("few", [0, 10, 1000])  # waiting jobs, bidders ranked in Python
 def test_themis_equals_its_definition(seed, lease, fraction, restart, gap, few, monkeypatch):
     monkeypatch.setattr(themis, "_FEW_WAITING", few)
+    monkeypatch.setattr(themis, "_FEW_BIDDERS", few // 4)
     params = {"lease": lease, "fairness_fraction": fraction}
     jobs = random_jobs(seed, 120 if gap < 100 else 70, gap)
     fast = outcome(create_policy("themis", params, seed=seed), jobs, restart)
     reference = ThemisByDefinition(rng=random.Random(f"themis:{seed}"), **params)
     assert fast == outcome(reference, jobs, restart)
     assert sum(row[3] for row in fast) > 0  # contended: lease ends preempt
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("few", [0, 1000])
+def test_themis_equals_its_definition_with_instant_jobs(seed, few, monkeypatch):
+    # A job predicted to take no time has T_independent 0 and ρ = inf while it waits (0/0
+    # at its submission, as lease ends at multiples of 60 s meet arrivals): the rows' ρ must
+    # then come from the guarded division, not the plain one.
+    monkeypatch.setattr(themis, "_FEW_WAITING", few)
+    monkeypatch.setattr(themis, "_FEW_BIDDERS", few)
+    rng = random.Random(seed)
+    jobs = [replace(job, submit_time=60.0 * round(job.submit_time / 60.0),
+                    duration=0.0 if rng.random() < 0.2 else job.duration)
+            for job in random_jobs(seed, 120, 30.0)]
+    params = {"lease": 60.0, "fairness_fraction": 0.3}
+    fast = outcome(create_policy("themis", params, seed=seed), jobs, 20.0)
+    reference = ThemisByDefinition(rng=random.Random(f"themis:{seed}"), **params)
+    assert fast == outcome(reference, jobs, 20.0)
+    assert sum(row[3] for row in fast) > 0
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -170,6 +193,7 @@ def test_themis_rounds_equal_their_definition(seed, lease, fraction, restart, ga
                                               monkeypatch):
     # `leases=rounds`: every running job's lease ends at each k·lease, the same auction.
     monkeypatch.setattr(themis, "_FEW_WAITING", few)
+    monkeypatch.setattr(themis, "_FEW_BIDDERS", few)
     params = {"lease": lease, "fairness_fraction": fraction, "leases": "rounds"}
     jobs = random_jobs(seed, 120 if gap < 100 else 70, gap)
     fast = outcome(create_policy("themis", params, seed=seed), jobs, restart)
@@ -238,5 +262,5 @@ def test_least_fair_are_the_first_in_order(seed):
     rng, rho, submit, ids, order = tied_rows(seed)
     count = len(ids)
     for bidders in (1, rng.randrange(1, count + 1), count, count + 3):
-        chosen = least_fair(rho, submit, ids.__getitem__, bidders)
+        chosen = least_fair(rho, bidders, lambda i: (submit[i], ids[i]))
         assert sorted(np.flatnonzero(chosen).tolist()) == sorted(order[:bidders])
