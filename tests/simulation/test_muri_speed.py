@@ -154,14 +154,41 @@ def test_remembered_edge_weights_are_the_plain_ones_to_the_bit(seed, k):
     assert merges > 0
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_remembered_edge_weights_of_one_kind_are_the_plain_ones_to_the_bit(seed):
+    # A first matching round: every job alone, groupable and of one timing model, so one
+    # block covers the whole matrix (its own shortcut). Random profiles: γ(a, b) and
+    # γ(b, a) may differ in the last bit, and the larger wins both ways.
+    rng = np.random.default_rng(seed)
+    jobs = 30
+    for k, stages in ((5, 4), (4, 3)):
+        rows = np.zeros((jobs, k))
+        rows[:, :stages] = rng.uniform(0.01, 3.0, (jobs, stages))
+        bucket = Bucket(gpus=1, stages=rows, solo=rows.sum(axis=1) * 1.8,
+                        ranks=list(range(jobs)), groupable=[True] * jobs,
+                        stage_counts=[stages] * jobs)
+        groups = [[i] for i in range(jobs)]
+        config = GroupingConfig(max_group=4, overhead=(1.33, 1.5, 1.37))
+        plain = _edge_weights(bucket, groups, config)
+        assert np.array_equal(
+            _remembered_edge_weights(bucket, groups, config, MergePeriods()), plain)
+        assert (plain > 0).sum() > jobs
+
+
 def test_a_remembered_period_is_the_one_computed_in_another_batch():
     rng = np.random.default_rng(7)
     a = rng.uniform(0.01, 3.0, (9, 1, 4))
     b = rng.uniform(0.01, 3.0, (13, 2, 4))
-    periods = MergePeriods()
+    keys_a = list(range(9))
+    keys_b = [(i, i) for i in range(13)]
     for pipeline in (False, True):
-        periods.between(a[2:5], b[::2], pipeline, False)  # first met in a small batch
-        assert np.array_equal(periods.between(a, b, pipeline, False),
+        small, whole = MergePeriods(), MergePeriods()
+        assert small.known(keys_a, keys_b, pipeline, False) is None
+        small.remember(keys_a[2:5], a[2:5], keys_b[::2], b[::2], pipeline, False)
+        whole.remember(keys_a, a, keys_b, b, pipeline, False)
+        assert np.array_equal(small.known(keys_a[2:5], keys_b[::2], pipeline, False),
+                              whole.known(keys_a[2:5], keys_b[::2], pipeline, False))
+        assert np.array_equal(whole.known(keys_a, keys_b, pipeline, False),
                               _distinct_merge_periods(a, b, pipeline, False))
 
 
