@@ -217,7 +217,9 @@ class MergePeriods:
     def __init__(self, size: int = 1_000_000) -> None:
         self._size = size
         self._rows: dict[bytes, int] = {}  # a stage row's bytes -> its id, for the run
-        self._known: dict[tuple[BlockKey, BlockKey, bool, bool], float] = {}
+        # (pipeline, worst) -> block a -> block b -> period; `_count` periods in all
+        self._known: dict[tuple[bool, bool], dict[BlockKey, dict[BlockKey, float]]] = {}
+        self._count = 0
 
     def row_ids(self, bucket: Bucket) -> list[int]:
         """The id of each of `bucket`'s stage rows, kept on the bucket (its rounds share it)."""
@@ -233,9 +235,11 @@ class MergePeriods:
               worst: bool) -> np.ndarray | None:
         """The remembered periods of merging each block of `keys_a` with each of `keys_b`,
         (na, nb); None unless every one is remembered."""
-        known = self._known
+        known = self._known.get((pipeline, worst))
+        if known is None:
+            return None
         try:
-            return np.array([[known[x, y, pipeline, worst] for y in keys_b] for x in keys_a])
+            return np.array([[row[y] for y in keys_b] for row in map(known.__getitem__, keys_a)])
         except KeyError:
             return None
 
@@ -248,12 +252,13 @@ class MergePeriods:
                                             blocks_b[..., :PIPELINE_STAGES], worst)
         else:
             table = _merge_periods(blocks_a, blocks_b, worst)
-        known = self._known
-        if len(known) + table.size > self._size:
-            known.clear()
+        if self._count + table.size > self._size:
+            self._known.clear()
+            self._count = 0
+        known = self._known.setdefault((pipeline, worst), {})
         for x, row in zip(keys_a, table.tolist(), strict=True):
-            for y, period in zip(keys_b, row, strict=True):
-                known[x, y, pipeline, worst] = period
+            known.setdefault(x, {}).update(zip(keys_b, row, strict=True))
+        self._count += table.size
         return table
 
 
@@ -537,8 +542,9 @@ def multi_round_grouping(
                 pairs = memo.pairs(bucket, nodes, config)
             else:
                 pairs = _matched_pairs(bucket, nodes, config)
-            for u, v, weight in pairs:
-                best_rank = min(bucket.ranks[j] for j in (*nodes[u], *nodes[v]))
+            ranks = bucket.ranks
+            for u, v, weight in pairs:  # a group's best-ranked member comes first
+                best_rank = min(ranks[nodes[u][0]], ranks[nodes[v][0]])
                 candidates.append((-weight, best_rank, index, u, v))
         if not candidates:
             break
