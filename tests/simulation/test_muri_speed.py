@@ -10,6 +10,7 @@ graph, built with numpy, the pairs of the graph built edge by edge.
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -81,6 +82,42 @@ def test_skipped_regroups_would_have_decided_nothing(fast, plain, params, seed, 
     assert outcome(skipping, jobs, lending) == expected
     assert skipping.skipped > 0  # the shortcut was taken
     assert sum(row[3] for row in expected) > 0  # contended: the full regroups preempt
+
+
+class CountsOutcomeSkips:
+    """Muri as it is, counting the regroups skipped for keeping the last one's groups."""
+
+    outcome_skips = 0
+
+    def _settled_outcome(self, inputs, kept):
+        outcome = super()._settled_outcome(inputs, kept)
+        self.outcome_skips += outcome is not None and outcome == self._settled_kept
+        return outcome
+
+
+class MuriSCountsOutcomeSkips(CountsOutcomeSkips, MuriS):
+    pass
+
+
+class MuriLCountsOutcomeSkips(CountsOutcomeSkips, MuriL):
+    pass
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize(("fast", "plain", "params"), [
+    (MuriSCountsOutcomeSkips, MuriSEveryRegroup, {}),
+    (MuriSCountsOutcomeSkips, MuriSEveryRegroup, {"profiling_noise": 0.3}),
+    (MuriLCountsOutcomeSkips, MuriLEveryRegroup, {"thresholds": "300,3000",
+                                                  "profiling_noise": 0.3}),
+])
+def test_regroups_keeping_the_last_groups_would_have_decided_nothing(fast, plain, params,
+                                                                     seed):
+    # Every job preemptible (a pinned one turns the shortcut off) and, with profiling
+    # noise, a group's member order can decide its shares.
+    jobs = [replace(job, preemptible=True) for job in random_muri_jobs(seed, count=90)]
+    skipping = fast(**params)
+    assert outcome(skipping, jobs, False) == outcome(plain(**params), jobs, False)
+    assert skipping.outcome_skips > 0  # the shortcut was taken
 
 
 def test_a_sticky_regroup_is_never_skipped():
