@@ -374,12 +374,16 @@ class MuriS(Muri):
         the one ahead falls only if not paused) and keys closer than a billionth count as
         crossed, so float rounding cannot reorder them earlier."""
         jobs = view.running
-        # The queued entries below the last running one, in one sorted list (a sort of
-        # sorted runs, in C), instead of a bisection of every bucket per running entry.
         if not running:
             return math.inf
+        # The queued entries that may come just before a preemptible running one (pinned
+        # ones sort first and are never passed by a queued one): per bucket, from the last
+        # one before the first such entry to the last running one, in one sorted list (a
+        # sort of sorted runs, in C), instead of a bisection of every bucket per entry.
+        first = next((entry for entry in running if entry[0]), running[-1])
         waiting = sorted(chain.from_iterable(
-            entries[:bisect_left(entries, running[-1])] for entries in self._waiting.values()))
+            entries[max(0, bisect_left(entries, first) - 1):bisect_left(entries, running[-1])]
+            for entries in self._waiting.values()))
         horizon = math.inf
         ahead: tuple[bool, float, float] | None = None  # (flag, key, slope) of the last one
         for entry in running:
