@@ -368,9 +368,10 @@ def _sparse_mask(signatures: np.ndarray, degree: int) -> np.ndarray:
     return mask | mask.T
 
 
-@lru_cache(maxsize=512)
+@lru_cache(maxsize=64)
 def _above_diagonal(n: int) -> np.ndarray:
-    """The cells above the diagonal of an n × n matrix (read-only, shared)."""
+    """The cells above the diagonal of an n × n matrix (read-only, shared; the sizes of a
+    run's recent matchings are kept, n² bytes each)."""
     mask = np.triu(np.ones((n, n), dtype=bool), 1)
     mask.flags.writeable = False
     return mask
