@@ -28,6 +28,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 import rustworkx as rx
@@ -62,6 +63,8 @@ class Bucket:
     # `running_group[i]`: the group job i runs in now (-1: none); among equally heavy
     # matchings Blossom keeps such groups together (`max_weight_pairs`). None: no preference.
     running_group: list[int] | None = None
+    # `row_ids[i]`: job i's stage row interned by `MergePeriods.row_ids` (set there).
+    row_ids: list[int] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,19 +173,31 @@ def _edge_weights(
     return weights
 
 
+def _merge_weights(config: GroupingConfig, k: int, size: int, period: np.ndarray,
+                   busy_a: np.ndarray, busy_b: np.ndarray, solo_a: np.ndarray,
+                   solo_b: np.ndarray) -> np.ndarray:
+    """γ of merging each group of one side (busy and solo times per group) with each of the
+    other into `size` jobs with the given periods, or 0 where the merge is not allowed."""
+    gamma = (busy_a[:, None] + busy_b[None, :]) / (k * np.maximum(period, 1e-12))
+    useful = period * config.overhead_for(size) < solo_a[:, None] + solo_b[None, :]
+    useful &= gamma > config.weight_floor * size / k
+    return np.where(useful, gamma, 0.0)
+
+
 def _add_merges(weights: np.ndarray, config: GroupingConfig, k: int, size: int,
                 nodes_a: Sequence[int] | np.ndarray, nodes_b: Sequence[int] | np.ndarray,
                 period: np.ndarray, busy: np.ndarray, solo: np.ndarray) -> None:
     """Raise `weights` between `nodes_a` and `nodes_b` (both ways) to γ of each merge into
     `size` jobs with the given periods, where the merge is allowed."""
+    block = _merge_weights(config, k, size, period, busy[nodes_a], busy[nodes_b],
+                           solo[nodes_a], solo[nodes_b])
     ia, ib = np.ix_(nodes_a, nodes_b)
-    gamma = (busy[ia] + busy[ib]) / (k * np.maximum(period, 1e-12))
-    useful = period * config.overhead_for(size) < solo[ia] + solo[ib]
-    useful &= gamma > config.weight_floor * size / k
-    block = np.where(useful, gamma, 0.0)
     weights[ia, ib] = np.maximum(weights[ia, ib], block)
     tb, ta = np.ix_(nodes_b, nodes_a)
     weights[tb, ta] = np.maximum(weights[tb, ta], block.T)
+
+
+BlockKey = int | tuple[int, ...]  # a group's stage block: its members' row ids (one: the id)
 
 
 class MergePeriods:
@@ -193,94 +208,141 @@ class MergePeriods:
     orderings' enumeration (issue #16). A remembered period is the float recomputing gives:
     numpy's element-wise maxima, its sums over a row's k stages and its minima over the
     orderings give each pair of blocks the same value whatever else is in the batch
-    (`tests/simulation/test_muri_speed.py`). At most `size` periods are kept (all are
-    dropped when full).
+    (`tests/simulation/test_muri_speed.py`). Blocks are named by their rows' ids
+    (`row_ids`: equal rows, equal ids), so a matching finds its blocks by small dict
+    look-ups instead of hashing each group's row bytes. At most `size` periods are kept
+    (all are dropped when full).
     """
 
     def __init__(self, size: int = 1_000_000) -> None:
         self._size = size
-        self._known: dict[tuple[bytes, bytes, bool, bool], float] = {}
+        self._rows: dict[bytes, int] = {}  # a stage row's bytes -> its id, for the run
+        # (pipeline, worst) -> block a -> block b -> period; `_count` periods in all
+        self._known: dict[tuple[bool, bool], dict[BlockKey, dict[BlockKey, float]]] = {}
+        self._count = 0
 
-    def between(self, a: np.ndarray, b: np.ndarray, pipeline: bool, worst: bool
-                ) -> np.ndarray:
-        """`_distinct_merge_periods(a, b, pipeline, worst)`: a is (na, p, k), b (nb, q, k)."""
-        keys_a, distinct_a, of_a = _distinct_blocks(a)
-        keys_b, distinct_b, of_b = _distinct_blocks(b)
-        known = self._known
+    def row_ids(self, bucket: Bucket) -> list[int]:
+        """The id of each of `bucket`'s stage rows, kept on the bucket (its rounds share it)."""
+        if bucket.row_ids is None:
+            stages = np.ascontiguousarray(bucket.stages, dtype=float)
+            rows = stages.view(np.dtype((np.void, stages.shape[1] * stages.itemsize)))
+            interned = self._rows
+            bucket.row_ids = [interned.setdefault(row, len(interned))
+                              for row in rows.reshape(-1).tolist()]
+        return bucket.row_ids
+
+    def known(self, keys_a: list[BlockKey], keys_b: list[BlockKey], pipeline: bool,
+              worst: bool) -> np.ndarray | None:
+        """The remembered periods of merging each block of `keys_a` with each of `keys_b`,
+        (na, nb); None unless every one is remembered."""
+        known = self._known.get((pipeline, worst))
+        if known is None:
+            return None
         try:
-            table = np.array([[known[x, y, pipeline, worst] for y in keys_b] for x in keys_a])
+            return np.array([[row[y] for y in keys_b] for row in map(known.__getitem__, keys_a)])
         except KeyError:
-            if pipeline:
-                table = _merge_pipeline_periods(distinct_a[..., :PIPELINE_STAGES],
-                                                distinct_b[..., :PIPELINE_STAGES], worst)
-            else:
-                table = _merge_periods(distinct_a, distinct_b, worst)
-            if len(known) + table.size > self._size:
-                known.clear()
-            for x, row in zip(keys_a, table.tolist(), strict=True):
-                for y, period in zip(keys_b, row, strict=True):
-                    known[x, y, pipeline, worst] = period
-        return table[np.ix_(of_a, of_b)]
+            return None
+
+    def remember(self, keys_a: list[BlockKey], blocks_a: np.ndarray, keys_b: list[BlockKey],
+                 blocks_b: np.ndarray, pipeline: bool, worst: bool) -> np.ndarray:
+        """Compute and remember the periods of merging each of `blocks_a` (na, p, k), named
+        `keys_a`, with each of `blocks_b` (nb, q, k), named `keys_b`: (na, nb)."""
+        if pipeline:
+            table = _merge_pipeline_periods(blocks_a[..., :PIPELINE_STAGES],
+                                            blocks_b[..., :PIPELINE_STAGES], worst)
+        else:
+            table = _merge_periods(blocks_a, blocks_b, worst)
+        if self._count + table.size > self._size:
+            self._known.clear()
+            self._count = 0
+        known = self._known.setdefault((pipeline, worst), {})
+        for x, row in zip(keys_a, table.tolist(), strict=True):
+            known.setdefault(x, {}).update(zip(keys_b, row, strict=True))
+        self._count += table.size
+        return table
 
 
-def _distinct_blocks(blocks: np.ndarray) -> tuple[list[bytes], np.ndarray, np.ndarray]:
-    """The distinct (p, k) blocks of `blocks` (n, p, k): their bytes, the blocks, and for
-    each block the index of its distinct one."""
-    flat = np.ascontiguousarray(blocks.reshape(len(blocks), -1))
-    rows = flat.view(np.dtype((np.void, flat.shape[1] * flat.itemsize))).reshape(-1)
-    distinct: dict[bytes, int] = {}  # a dict, not np.unique: sorting void rows is slow
-    first: list[int] = []
-    of = []
-    for i, row in enumerate(rows.tolist()):
-        found = distinct.get(row)
-        if found is None:
-            found = distinct[row] = len(first)
-            first.append(i)
-        of.append(found)
-    return list(distinct), blocks[first], np.array(of, dtype=np.intp)
+class _Kind:
+    """The open groups of one size and timing model in a matching: their nodes, members,
+    distinct stage blocks, and busy and solo times (`_remembered_edge_weights`)."""
 
+    __slots__ = ("nodes", "members", "keys", "firsts", "of", "busy", "solo")
 
-def _by_size(groups: list[list[int]]) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Groups of each size: their indices in `groups` and their members, (n, size)."""
-    by_size: dict[int, list[int]] = {}
-    for node, group in enumerate(groups):
-        by_size.setdefault(len(group), []).append(node)
-    return [(np.array(nodes), np.array([groups[i] for i in nodes]))
-            for nodes in by_size.values()]
+    def __init__(self, bucket: Bucket, nodes: list[int], members: list[list[int]],
+                 keys: list[BlockKey]) -> None:
+        self.nodes = np.array(nodes)
+        self.members = np.array(members)
+        distinct: dict[BlockKey, int] = {}
+        self.firsts: list[int] = []  # where each distinct block first occurs
+        of = []
+        for at, key in enumerate(keys):
+            found = distinct.get(key)
+            if found is None:
+                found = distinct[key] = len(self.firsts)
+                self.firsts.append(at)
+            of.append(found)
+        self.keys = list(distinct)
+        self.of = np.array(of, dtype=np.intp)
+        # A group's times summed over its rows in order, as one group at a time would.
+        self.busy = bucket.stages[self.members].reshape(len(nodes), -1).sum(axis=1)
+        self.solo = bucket.solo[self.members].sum(axis=1)
+
+    def blocks(self, bucket: Bucket) -> np.ndarray:
+        """The distinct stage blocks, (distinct, size, k), in `keys`' order."""
+        return bucket.stages[self.members[self.firsts]]
 
 
 def _remembered_edge_weights(bucket: Bucket, groups: list[list[int]], config: GroupingConfig,
                              periods: MergePeriods) -> np.ndarray:
-    """`_edge_weights`, to the bit, with its merge periods from `periods` and its per-group
-    sums taken over all groups of one size at once (a row's sum adds its elements in the
-    order the sum of the group's own block does)."""
+    """`_edge_weights`, to the bit, with its merge periods from `periods`: the open groups
+    sorted by size and timing model in one pass, each group's block named by its rows' ids,
+    and a matrix covering every group written at once."""
     n = len(groups)
     k = bucket.stages.shape[1]
-    weights = np.zeros((n, n))
-    busy = np.empty(n)
-    solo = np.empty(n)
-    groupable = np.asarray(bucket.groupable, dtype=bool)
-    counts = np.asarray(bucket.stage_counts or [k] * len(bucket.solo))
-    kinds: list[tuple[int, bool, np.ndarray, np.ndarray]] = []  # (p, pipeline, nodes, members)
-    for at, members in _by_size(groups):
-        p = members.shape[1]
-        busy[at] = bucket.stages[members].reshape(len(at), -1).sum(axis=1)
-        solo[at] = bucket.solo[members].sum(axis=1)
-        open_ = groupable[members].all(axis=1)
-        pipeline = (counts[members] == PIPELINE_STAGES).all(axis=1)
-        if k != PIPELINE_SLOTS:
-            pipeline[:] = False
-        for flag in (False, True):
-            chosen = open_ & (pipeline == flag)
-            if chosen.any():
-                kinds.append((p, flag, at[chosen], members[chosen]))
-    for p, pipeline_a, nodes_a, members_a in kinds:
-        for q, pipeline_b, nodes_b, members_b in kinds:
-            if (p, pipeline_a) > (q, pipeline_b) or p + q > config.max_group or p + q > k:
+    ids = periods.row_ids(bucket)
+    groupable = bucket.groupable
+    counts = bucket.stage_counts or None
+    timed = k == PIPELINE_SLOTS and counts is not None  # may any group be pipelined
+    by_kind: dict[tuple[int, bool], tuple[list[int], list[list[int]], list[BlockKey]]] = {}
+    for node, group in enumerate(groups):
+        if len(group) == 1:
+            job = group[0]
+            if not groupable[job]:
                 continue
-            period = periods.between(bucket.stages[members_a], bucket.stages[members_b],
-                                     pipeline_a and pipeline_b, config.worst_ordering)
-            _add_merges(weights, config, k, p + q, nodes_a, nodes_b, period, busy, solo)
+            key: BlockKey = ids[job]
+            pipeline = timed and counts[job] == PIPELINE_STAGES
+        else:
+            if not all(groupable[job] for job in group):
+                continue
+            key = tuple(ids[job] for job in group)
+            pipeline = timed and all(counts[job] == PIPELINE_STAGES for job in group)
+        found = by_kind.get((len(group), pipeline))
+        if found is None:
+            found = by_kind[len(group), pipeline] = ([], [], [])
+        found[0].append(node)
+        found[1].append(group)
+        found[2].append(key)
+    kinds = [(kind, _Kind(bucket, *found)) for kind, found in sorted(by_kind.items())]
+    weights = np.zeros((n, n))
+    for index, ((p, pipeline_a), a) in enumerate(kinds):
+        for (q, pipeline_b), b in kinds[index:]:
+            if p + q > config.max_group or p + q > k:
+                continue
+            pipeline, worst = pipeline_a and pipeline_b, config.worst_ordering
+            table = periods.known(a.keys, b.keys, pipeline, worst)
+            if table is None:
+                table = periods.remember(a.keys, a.blocks(bucket), b.keys, b.blocks(bucket),
+                                         pipeline, worst)
+            block = _merge_weights(config, k, p + q, table[a.of[:, None], b.of[None, :]],
+                                   a.busy, b.busy, a.solo, b.solo)
+            # Kinds hold disjoint nodes, so each cell is written by one pair of kinds.
+            if a is not b:
+                weights[a.nodes[:, None], b.nodes] = block
+                weights[b.nodes[:, None], a.nodes] = block.T
+            elif len(a.nodes) == n:
+                np.maximum(block, block.T, out=weights)
+            else:
+                weights[a.nodes[:, None], a.nodes] = np.maximum(block, block.T)
     np.fill_diagonal(weights, 0.0)
     return weights
 
@@ -306,47 +368,66 @@ def _sparse_mask(signatures: np.ndarray, degree: int) -> np.ndarray:
     return mask | mask.T
 
 
+@lru_cache(maxsize=64)
+def _above_diagonal(n: int) -> np.ndarray:
+    """The cells above the diagonal of an n × n matrix (read-only, shared; the sizes of a
+    run's recent matchings are kept, n² bytes each)."""
+    mask = np.triu(np.ones((n, n), dtype=bool), 1)
+    mask.flags.writeable = False
+    return mask
+
+
 def max_weight_pairs(
     weights: np.ndarray, config: GroupingConfig, signatures: np.ndarray | None = None,
-    together: np.ndarray | None = None,
+    running: np.ndarray | None = None,
 ) -> list[tuple[int, int]]:
     """Blossom maximum weighted matching over the positive entries of `weights`.
 
     Above `config.exact_limit` nodes only edges kept by `_sparse_mask` over `signatures`
-    (rows that say how a node uses each resource) enter the graph. `together` (n × n) marks
-    pairs that run together now: among the matchings of maximum weight (γ in thousandths),
-    the one keeping most of them wins, as each such edge gains less than 1 / (n + 1) of a
-    thousandth; Algorithm 1's objective is unchanged, only its ties (issue #16: otherwise
-    jobs of one model swap partners from round to round, and each swap restarts a group).
+    (rows that say how a node uses each resource) enter the graph. `running[i]` names the
+    running group node i runs in whole (-1: none): among the matchings of maximum weight (γ
+    in thousandths), the one keeping most such pairs together wins, as each such edge gains
+    less than 1 / (n + 1) of a thousandth; Algorithm 1's objective is unchanged, only its
+    ties (issue #16: otherwise jobs of one model swap partners from round to round, and
+    each swap restarts a group).
     """
     n = weights.shape[0]
     if n < 2:
         return []
     keep = weights > 0
+    keep &= _above_diagonal(n)
     if n > config.exact_limit and signatures is not None:
         keep &= _sparse_mask(signatures, config.sparse_degree)
-    us, vs = np.nonzero(np.triu(keep, 1))
+    us, vs = np.nonzero(keep)
     if len(us) == 0:
         return []
     # Edmonds' blossom algorithm as rustworkx implements it (a Rust port of the networkx
     # one this used before, ~50x faster; issue #16). Nodes enter in the order networkx put
     # them, by first edge, so that equal-weight choices mostly fall the same way.
     # Edge weights are γ in thousandths, rounded half to even (numpy's as Python's round).
-    ends = np.stack([us, vs], axis=1).reshape(-1)
-    nodes, first = np.unique(ends, return_index=True)
-    order = nodes[np.argsort(first)]
+    order = list(dict.fromkeys(np.stack([us, vs], axis=1).reshape(-1).tolist()))
     index = np.empty(n, dtype=np.int64)
     index[order] = np.arange(len(order))
     weight = np.rint(weights[us, vs] * 1000).astype(np.int64)
-    if together is not None:
-        weight = weight * (n + 1) + together[us, vs]
+    if running is not None:
+        weight *= n + 1
+        weight += (running[us] == running[vs]) & (running[us] >= 0)
     graph = rx.PyGraph(multigraph=False)
-    graph.add_nodes_from(order.tolist())
+    graph.add_nodes_from(order)
     graph.add_edges_from(list(zip(index[us].tolist(), index[vs].tolist(), weight.tolist(),
                                   strict=True)))
     matching = rx.max_weight_matching(graph, weight_fn=int)
-    order = order.tolist()
-    return sorted((min(order[a], order[b]), max(order[a], order[b])) for a, b in matching)
+    return sorted((order[a], order[b]) if order[a] < order[b] else (order[b], order[a])
+                  for a, b in matching)
+
+
+def _by_size(groups: list[list[int]]) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Groups of each size: their indices in `groups` and their members, (n, size)."""
+    by_size: dict[int, list[int]] = {}
+    for node, group in enumerate(groups):
+        by_size.setdefault(len(group), []).append(node)
+    return [(np.array(nodes), np.array([groups[i] for i in nodes]))
+            for nodes in by_size.values()]
 
 
 def _signatures(bucket: Bucket, groups: list[list[int]]) -> np.ndarray:
@@ -398,19 +479,18 @@ def _matched_pairs(bucket: Bucket, groups: list[list[int]], config: GroupingConf
     else:
         weights = _remembered_edge_weights(bucket, groups, config, periods)
     signatures = _signatures(bucket, groups) if len(groups) > config.exact_limit else None
-    kept = _running_together(bucket, groups)
+    running = _running_groups(bucket, groups)
     return [(u, v, weights[u, v])
-            for u, v in max_weight_pairs(weights, config, signatures, kept)]
+            for u, v in max_weight_pairs(weights, config, signatures, running)]
 
 
-def _running_together(bucket: Bucket, groups: list[list[int]]) -> np.ndarray | None:
-    """Which pairs of `groups` run together now (all members in one running group)."""
+def _running_groups(bucket: Bucket, groups: list[list[int]]) -> np.ndarray | None:
+    """Per group, the running group all its members run in (-1: none, or not all in one)."""
     if bucket.running_group is None:
         return None
     running = bucket.running_group
-    token = np.array([running[g[0]] if all(running[i] == running[g[0]] for i in g) else -1
-                      for g in groups])
-    return (token[:, None] == token[None, :]) & (token[:, None] >= 0)
+    return np.array([running[g[0]] if all(running[i] == running[g[0]] for i in g) else -1
+                     for g in groups])
 
 
 def _priority_pairs(bucket: Bucket, groups: list[list[int]], config: GroupingConfig
@@ -463,8 +543,9 @@ def multi_round_grouping(
                 pairs = memo.pairs(bucket, nodes, config)
             else:
                 pairs = _matched_pairs(bucket, nodes, config)
-            for u, v, weight in pairs:
-                best_rank = min(bucket.ranks[j] for j in (*nodes[u], *nodes[v]))
+            ranks = bucket.ranks
+            for u, v, weight in pairs:  # a group's best-ranked member comes first
+                best_rank = min(ranks[nodes[u][0]], ranks[nodes[v][0]])
                 candidates.append((-weight, best_rank, index, u, v))
         if not candidates:
             break

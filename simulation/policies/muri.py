@@ -87,6 +87,8 @@ class Muri(MuriSelection, MuriGrouping, MuriPlacement, Policy):
     servers equal the last regroup's, with no job started, stopped or ended since its
     decisions, is skipped, as it would decide nothing (`_settled_inputs`; about 70 % of
     regroups on muri_trace2, whose running jobs reorder without changing the selection);
+    so is one whose kept groups are the last one's though the selection's order is not
+    (`_settled_outcome`; another 18 % there, after the selection and a remembered plan);
     the selection itself is re-used while the priority order cannot have changed
     (`MuriSelection._kept_running_selection`, bounded by each policy's
     `selection_horizon`).
@@ -184,6 +186,7 @@ class Muri(MuriSelection, MuriGrouping, MuriPlacement, Policy):
         for job in view.queue.values():
             self._wait(view, job)
         self._settled: tuple[object, ...] | None = None  # see `_settled_inputs`
+        self._settled_kept: tuple[object, ...] | None = None  # see `_settled_outcome`
 
     def _sync(self, view: ClusterView) -> None:
         """Catch up with the jobs that arrived, ended, started or stopped since last round."""
@@ -238,6 +241,10 @@ class Muri(MuriSelection, MuriGrouping, MuriPlacement, Policy):
             return
         formed = self._formed_groups(view, selected) if self.regroup == "sticky" else None
         kept = self._fitting_groups(view, selected, capacity, formed)
+        outcome = self._settled_outcome(inputs, kept)
+        if outcome is not None and outcome == self._settled_kept:
+            self._settled = inputs  # this regroup decides nothing either: a fixed point too
+            return
         claimed: dict[int, Slot] = {}
         taken: set[int] = set()  # tokens of the running groups claimed
         group_key = self._group_key
@@ -264,7 +271,9 @@ class Muri(MuriSelection, MuriGrouping, MuriPlacement, Policy):
                             yield Preempt(job_id)
         yield from self._start(view, target)
         if self.regroup == "full":  # the inputs as they were, after this regroup's changes
-            self._settled = (view.allocations_since(self._alloc_mark)[1], *inputs[1:])
+            mark = view.allocations_since(self._alloc_mark)[1]
+            self._settled = (mark, *inputs[1:])
+            self._settled_kept = None if outcome is None else (mark, *outcome[1:])
 
     def _settled_inputs(self, view: ClusterView, selected: list[JobView], capacity: int
                         ) -> tuple[object, ...]:
@@ -285,6 +294,23 @@ class Muri(MuriSelection, MuriGrouping, MuriPlacement, Policy):
         pinned = tuple(job for job in selected
                        if not job.spec.preemptible and job.status == _RUNNING)
         return mark, self._free.lent, capacity, tuple(selected), pinned
+
+    def _settled_outcome(self, inputs: tuple[object, ...], kept: list[list[JobView]]
+                         ) -> tuple[object, ...] | None:
+        """The allocation mark, servers on loan, capacity and kept groups (each with its
+        members in order; the groups in any order) of a full regroup under
+        `regroup=full` with no pinned job selected; None otherwise.
+
+        A regroup with the outcome of the last one (the selection may differ: running jobs
+        reordered, most often) decides nothing either, as step 4 reads only the kept
+        groups and the state: every group the last one placed runs whole in its own token,
+        so it claims its placement whichever member or group comes first; those it could
+        not place find at most the GPUs they found then; a group's members in the same
+        order get the same shares. (A pinned job may keep running outside its group, so
+        group order could decide claims: then only `_settled_inputs` skips.)"""
+        if self.regroup != "full" or inputs[4]:
+            return None
+        return (inputs[0], inputs[1], inputs[2], frozenset(map(tuple, kept)))
 
     def _launch_on_free_gpus(self, view: ClusterView) -> Iterator[Decision]:
         """An event round: steps 1–4 over queued jobs on the GPUs no group holds."""
@@ -348,12 +374,16 @@ class MuriS(Muri):
         the one ahead falls only if not paused) and keys closer than a billionth count as
         crossed, so float rounding cannot reorder them earlier."""
         jobs = view.running
-        # The queued entries below the last running one, in one sorted list (a sort of
-        # sorted runs, in C), instead of a bisection of every bucket per running entry.
         if not running:
             return math.inf
+        # The queued entries that may come just before a preemptible running one (pinned
+        # ones sort first and are never passed by a queued one): per bucket, from the last
+        # one before the first such entry to the last running one, in one sorted list (a
+        # sort of sorted runs, in C), instead of a bisection of every bucket per entry.
+        first = next((entry for entry in running if entry[0]), running[-1])
         waiting = sorted(chain.from_iterable(
-            entries[:bisect_left(entries, running[-1])] for entries in self._waiting.values()))
+            entries[max(0, bisect_left(entries, first) - 1):bisect_left(entries, running[-1])]
+            for entries in self._waiting.values()))
         horizon = math.inf
         ahead: tuple[bool, float, float] | None = None  # (flag, key, slope) of the last one
         for entry in running:

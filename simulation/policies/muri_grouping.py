@@ -91,6 +91,10 @@ class MuriGrouping:
         self._shares: dict[tuple[str, ...], dict[str, float]] = {}
         self._periods: dict[tuple[tuple[tuple[float, ...], tuple[float, ...]], ...], float] = {}
         self._memo: MatchingMemo | None = MatchingMemo()
+        # per job (one view each): its place in submit order and its bucket; its padded
+        # believed stages, solo iteration time and stage count (what matchings read of it)
+        self._places: dict[JobView, tuple[tuple[float, str], BucketKey]] = {}
+        self._matching_inputs: dict[JobView, tuple[tuple[float, ...], float, int]] = {}
 
     def profile(self, job: JobView) -> tuple[tuple[float, ...], tuple[float, ...], float] | None:
         """(true stages, believed stages, solo iteration time); None = ungroupable."""
@@ -161,11 +165,15 @@ class MuriGrouping:
         """
         if not any(self._groupable(job) for job in selected):
             return [[job] for job in selected]
+        places = self._places
+        for job in selected:
+            if job not in places:
+                places[job] = ((job.submit_time, job.job_id), bucket_key(job))
         by_bucket: dict[BucketKey, list[JobView]] = {}
-        for job in sorted(selected, key=lambda j: (j.submit_time, j.job_id)):
-            by_bucket.setdefault(bucket_key(job), []).append(job)
+        for (_, key), job in sorted([(places[job], job) for job in selected]):
+            by_bucket.setdefault(key, []).append(job)
         keys = sorted(by_bucket)
-        demand = sum(job.spec.num_gpus for job in selected)
+        demand = sum(key[0] * len(by_bucket[key]) for key in keys)  # key[0]: GPUs per job
         if formed and self.grouping == "demand":
             formed = self._still_needed(view, selected, formed, demand - capacity)
         initial = self._initial_groups(view, by_bucket, keys, formed) if formed else None
@@ -190,11 +198,14 @@ class MuriGrouping:
                 self._plans.clear()
             self._plans[cache_key] = grouped
         rank = {job: i for i, job in enumerate(selected)}
-        groups = [
-            sorted([by_bucket[key][i] for i in members], key=rank.__getitem__)
-            for key, bucket_groups in zip(keys, grouped, strict=True)
-            for members in bucket_groups
-        ]
+        groups = []
+        for key, bucket_groups in zip(keys, grouped, strict=True):
+            jobs = by_bucket[key]
+            for members in bucket_groups:
+                if len(members) == 1:
+                    groups.append([jobs[members[0]]])
+                else:
+                    groups.append(sorted([jobs[i] for i in members], key=rank.__getitem__))
         groups.sort(key=lambda g: rank[g[0]])
         return groups
 
@@ -235,12 +246,18 @@ class MuriGrouping:
         rows = []
         solo = []
         counts = []
+        inputs = self._matching_inputs
         for job in jobs:
-            profile = self.profile(job)
-            believed = profile[1] if profile else ()
-            rows.append(pad_stages(believed, self.resource_types))
-            solo.append(profile[2] if profile else 0.0)
-            counts.append(len(believed) if profile else self.resource_types)
+            found = inputs.get(job)
+            if found is None:
+                profile = self.profile(job)
+                believed = profile[1] if profile else ()
+                found = inputs[job] = (pad_stages(believed, self.resource_types),
+                                       profile[2] if profile else 0.0,
+                                       len(believed) if profile else self.resource_types)
+            rows.append(found[0])
+            solo.append(found[1])
+            counts.append(found[2])
         return Bucket(
             gpus=key[0],
             stages=np.array(rows, dtype=float),
@@ -261,8 +278,8 @@ class MuriGrouping:
         budget = capacity
         for group in groups:
             gpus = group[0].spec.num_gpus
-            pinned = any(not j.spec.preemptible and j.status == _RUNNING for j in group)
-            if gpus <= budget or pinned:
+            if gpus <= budget or any(not j.spec.preemptible and j.status == _RUNNING
+                                     for j in group):  # pinned: kept whatever it costs
                 budget -= gpus
                 kept.append(group)
         return kept

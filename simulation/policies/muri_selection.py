@@ -12,8 +12,9 @@
 
 A round reads only what it needs (issue #22): the queued jobs of each bucket stay sorted
 across rounds (a queued job's priority cannot change while it waits), each round sorts the
-running jobs afresh and walks buckets lazily, in the order one sort of every job would
-give, until the cluster is claimed. A queue out of trace order
+running jobs afresh and walks buckets by index (a running entry's place among the queued
+ones is one bisection), in the order one sort of every job would give, until the cluster
+is claimed. A queue out of trace order
 (`ClusterView.queue_in_submit_order`) or Muri-L with promotion, whose keys change while
 jobs wait, sort every job as written (`select`).
 
@@ -46,23 +47,28 @@ def bucket_key(job: JobView) -> BucketKey:
 
 
 class _Stream:
-    """One bucket's jobs in the round's order, read lazily: its running jobs (sorted this
-    round) merged with its queued jobs (kept sorted across rounds)."""
+    """One bucket's jobs in the round's order: its running jobs (sorted this round) merged
+    with its queued jobs (kept sorted across rounds), read by index without copying the
+    queue: the i-th running entry sits at merged index i + the queued entries before it."""
 
-    __slots__ = ("entries", "_source")
+    __slots__ = ("running", "queued", "running_at", "length")
 
     def __init__(self, running: list[Entry], queued: list[Entry]) -> None:
-        self._source = heapq.merge(running, queued) if running else iter(queued)
-        self.entries: list[Entry] = []
+        self.running = running
+        self.queued = queued
+        self.running_at = [bisect_left(queued, entry) + i for i, entry in enumerate(running)]
+        self.length = len(running) + len(queued)
 
     def at(self, index: int) -> Entry | None:
-        entries = self.entries
-        while len(entries) <= index:
-            entry = next(self._source, None)
-            if entry is None:
-                return None
-            entries.append(entry)
-        return entries[index]
+        if index >= self.length:
+            return None
+        running_at = self.running_at
+        if not running_at or index < running_at[0]:
+            return self.queued[index]
+        before = bisect_left(running_at, index)  # running entries ahead of `index`
+        if before < len(running_at) and running_at[before] == index:
+            return self.running[before]
+        return self.queued[index - before]
 
 
 @dataclass(slots=True)
@@ -149,10 +155,9 @@ class MuriSelection:
         for key in {*running, *self._waiting}:
             if key[0] <= capacity:
                 stream = _Stream(running.get(key, []), self._waiting.get(key, []))
-                first = stream.at(0)
-                if first is not None:
+                if stream.length:
                     streams[key] = stream
-                    heads.append((first, 0, key))
+                    heads.append((stream.at(0), 0, key))
         heapq.heapify(heads)
         claimed: set[str] = set()
         reached: list[Entry] = []
@@ -177,8 +182,7 @@ class MuriSelection:
                             room -= 1
                         ahead += 1
             index += 1
-            entries = stream.entries
-            following = entries[index] if index < len(entries) else stream.at(index)
+            following = stream.at(index)
             if following is None:
                 heapq.heappop(heads)
             else:  # the head's successor replaces it: one sift instead of two

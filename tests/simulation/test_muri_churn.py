@@ -102,20 +102,14 @@ def test_sticky_group_splits_once_its_members_fit_alone():
     assert sim.policy._group_of["j0"] != sim.policy._group_of["j1"]
 
 
-def _together(n: int, *pairs: tuple[int, int]) -> np.ndarray:
-    together = np.zeros((n, n), dtype=bool)
-    for u, v in pairs:
-        together[u, v] = together[v, u] = True
-    return together
-
-
 def test_blossom_ties_fall_to_the_pairs_that_run_together():
     # Four alike jobs: every pairing weighs 2 × γ 0.5. Blossom alone pairs (0, 3), (1, 2);
-    # with (0, 1) and (2, 3) running together, that equally heavy matching wins.
+    # with (0, 1) and (2, 3) running together (groups 7 and 9), that equally heavy
+    # matching wins.
     weights = np.full((4, 4), 0.5)
     np.fill_diagonal(weights, 0.0)
     assert max_weight_pairs(weights, GroupingConfig()) == [(0, 3), (1, 2)]
-    assert max_weight_pairs(weights, GroupingConfig(), together=_together(4, (0, 1), (2, 3))
+    assert max_weight_pairs(weights, GroupingConfig(), running=np.array([7, 7, 9, 9])
                             ) == [(0, 1), (2, 3)]
 
 
@@ -125,7 +119,7 @@ def test_keeping_running_pairs_never_costs_weight():
     weights = np.full((4, 4), 0.5)
     weights[0, 1] = weights[1, 0] = weights[2, 3] = weights[3, 2] = 0.501
     np.fill_diagonal(weights, 0.0)
-    assert max_weight_pairs(weights, GroupingConfig(), together=_together(4, (0, 2), (1, 3))
+    assert max_weight_pairs(weights, GroupingConfig(), running=np.array([7, 9, 7, 9])
                             ) == [(0, 1), (2, 3)]
 
 

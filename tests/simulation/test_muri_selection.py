@@ -31,6 +31,16 @@ def test_srsf_horizon_is_when_a_running_job_reaches_a_queued_one_ahead_of_it():
     assert _horizon_after_regroup_at_360(MuriS(), 2, *jobs) == pytest.approx(1600.0)
 
 
+def test_srsf_horizon_counts_a_queued_job_ahead_of_every_preemptible_running_one():
+    # Three GPUs. P (pinned once running) sorts first and holds one; Q (3 GPUs, key 3000)
+    # then no longer fits, so R (key 3500) runs behind it. At 360 R's key is 3140, falling
+    # at 1 per second: it reaches Q, which waits ahead of every preemptible running job,
+    # at 360 + 140 = 500.
+    jobs = (JobSpec("P", 0.0, 1, 1000.0, preemptible=False), JobSpec("Q", 0.0, 3, 1000.0),
+            JobSpec("R", 0.0, 1, 3500.0))
+    assert _horizon_after_regroup_at_360(MuriS(), 3, *jobs) == pytest.approx(500.0)
+
+
 def test_srsf_horizon_is_when_a_steeper_running_job_reaches_the_running_one_ahead():
     # Three GPUs. At 360: F (1 GPU) has key 2000 - 360 = 1640, falling at 1 per second; E
     # (2 GPUs) 2 × (1500 - 360) = 2280, falling at 2. E reaches F after 640 / (2 - 1) s, at

@@ -10,6 +10,7 @@ graph, built with numpy, the pairs of the graph built edge by edge.
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -83,6 +84,42 @@ def test_skipped_regroups_would_have_decided_nothing(fast, plain, params, seed, 
     assert sum(row[3] for row in expected) > 0  # contended: the full regroups preempt
 
 
+class CountsOutcomeSkips:
+    """Muri as it is, counting the regroups skipped for keeping the last one's groups."""
+
+    outcome_skips = 0
+
+    def _settled_outcome(self, inputs, kept):
+        outcome = super()._settled_outcome(inputs, kept)
+        self.outcome_skips += outcome is not None and outcome == self._settled_kept
+        return outcome
+
+
+class MuriSCountsOutcomeSkips(CountsOutcomeSkips, MuriS):
+    pass
+
+
+class MuriLCountsOutcomeSkips(CountsOutcomeSkips, MuriL):
+    pass
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize(("fast", "plain", "params"), [
+    (MuriSCountsOutcomeSkips, MuriSEveryRegroup, {}),
+    (MuriSCountsOutcomeSkips, MuriSEveryRegroup, {"profiling_noise": 0.3}),
+    (MuriLCountsOutcomeSkips, MuriLEveryRegroup, {"thresholds": "300,3000",
+                                                  "profiling_noise": 0.3}),
+])
+def test_regroups_keeping_the_last_groups_would_have_decided_nothing(fast, plain, params,
+                                                                     seed):
+    # Every job preemptible (a pinned one turns the shortcut off) and, with profiling
+    # noise, a group's member order can decide its shares.
+    jobs = [replace(job, preemptible=True) for job in random_muri_jobs(seed, count=90)]
+    skipping = fast(**params)
+    assert outcome(skipping, jobs, False) == outcome(plain(**params), jobs, False)
+    assert skipping.outcome_skips > 0  # the shortcut was taken
+
+
 def test_a_sticky_regroup_is_never_skipped():
     # Under `sticky` the plan depends on the running groups, which a regroup changes itself.
     policy = MuriSCountsSkips(regroup="sticky")
@@ -154,14 +191,41 @@ def test_remembered_edge_weights_are_the_plain_ones_to_the_bit(seed, k):
     assert merges > 0
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_remembered_edge_weights_of_one_kind_are_the_plain_ones_to_the_bit(seed):
+    # A first matching round: every job alone, groupable and of one timing model, so one
+    # block covers the whole matrix (its own shortcut). Random profiles: γ(a, b) and
+    # γ(b, a) may differ in the last bit, and the larger wins both ways.
+    rng = np.random.default_rng(seed)
+    jobs = 30
+    for k, stages in ((5, 4), (4, 3)):
+        rows = np.zeros((jobs, k))
+        rows[:, :stages] = rng.uniform(0.01, 3.0, (jobs, stages))
+        bucket = Bucket(gpus=1, stages=rows, solo=rows.sum(axis=1) * 1.8,
+                        ranks=list(range(jobs)), groupable=[True] * jobs,
+                        stage_counts=[stages] * jobs)
+        groups = [[i] for i in range(jobs)]
+        config = GroupingConfig(max_group=4, overhead=(1.33, 1.5, 1.37))
+        plain = _edge_weights(bucket, groups, config)
+        assert np.array_equal(
+            _remembered_edge_weights(bucket, groups, config, MergePeriods()), plain)
+        assert (plain > 0).sum() > jobs
+
+
 def test_a_remembered_period_is_the_one_computed_in_another_batch():
     rng = np.random.default_rng(7)
     a = rng.uniform(0.01, 3.0, (9, 1, 4))
     b = rng.uniform(0.01, 3.0, (13, 2, 4))
-    periods = MergePeriods()
+    keys_a = list(range(9))
+    keys_b = [(i, i) for i in range(13)]
     for pipeline in (False, True):
-        periods.between(a[2:5], b[::2], pipeline, False)  # first met in a small batch
-        assert np.array_equal(periods.between(a, b, pipeline, False),
+        small, whole = MergePeriods(), MergePeriods()
+        assert small.known(keys_a, keys_b, pipeline, False) is None
+        small.remember(keys_a[2:5], a[2:5], keys_b[::2], b[::2], pipeline, False)
+        whole.remember(keys_a, a, keys_b, b, pipeline, False)
+        assert np.array_equal(small.known(keys_a[2:5], keys_b[::2], pipeline, False),
+                              whole.known(keys_a[2:5], keys_b[::2], pipeline, False))
+        assert np.array_equal(whole.known(keys_a, keys_b, pipeline, False),
                               _distinct_merge_periods(a, b, pipeline, False))
 
 
