@@ -98,10 +98,11 @@ class ShareCycle:
             return f"quantum {self.quantum} is not positive"
         if self.start < now:
             return f"starts at {self.start}, before now ({now})"
+        values = self.values
         if not (0.0 <= self.first <= 1.0
-                and all(0.0 <= value <= 1.0 for value in self.values)):
+                and (not values or (0.0 <= min(values) and max(values) <= 1.0))):
             return "has a share outside [0, 1]"
-        if any(a >= b for a, b in zip(runs, runs[1:], strict=False)):
+        if not all(map(int.__lt__, runs, runs[1:])):
             return "lists a quantum twice or out of order"
         return None
 

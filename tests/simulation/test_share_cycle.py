@@ -39,6 +39,9 @@ def test_problem_names_what_is_wrong():
     assert ShareCycle(1.0, 5.0, 60.0, (1.0,)).problem(6.0).startswith("starts at 5.0")
     assert ShareCycle(1.0, 5.0, 60.0, (1.5,)).problem(0.0) == "has a share outside [0, 1]"
     assert ShareCycle(1.0, 5.0, 60.0, (1.0,), loop=1).problem(0.0) is not None
+    assert ShareCycle.sparse(1.0, 5.0, 60.0, 3, (1, 1), (0.5, 0.5)).problem(0.0) == (
+        "lists a quantum twice or out of order")
+    assert ShareCycle.sparse(1.0, 5.0, 60.0, 3, (1, 3), (0.5, 0.5)).problem(0.0) is not None
     assert CYCLE.problem(0.0) is None
 
 
