@@ -116,7 +116,7 @@ class RotationPlan:
 
 def turn(rotation: list[Unit], old: Mapping[Unit, float], units: Mapping[Unit, int],
          gpus: int, running: set[Unit], resumed: float, was_running: int | None = None,
-         absent: float | None = None) -> Slice:
+         absent: float | None = None, smallest: int | None = None) -> Slice:
     """Give the server's GPUs to `rotation`'s units in order: those in `running` keep their
     share, the others take what is free, at `resumed` if they were suspended (full speed
     if they were not running before: not in `old`, whose missing units have the share
@@ -125,9 +125,11 @@ def turn(rotation: list[Unit], old: Mapping[Unit, float], units: Mapping[Unit, i
     Once fewer GPUs are free than the smallest unit needs and every unit of `running` has
     been met, the rest of the rotation is suspended wholesale; `was_running` (the units of
     `rotation` with a share above 0 in `old`, counted when None) gives their swaps, so a
-    turn costs the units that run, not all units (issue #22: hundreds per server)."""
-    free = gpus - sum(units[u] for u in running)
-    smallest = min(units.values(), default=0)
+    turn costs the units that run, not all units (issue #22: hundreds per server);
+    `smallest` (the least of `units`, found when None) likewise."""
+    free = gpus - sum(units[u] for u in running) if running else gpus
+    if smallest is None:
+        smallest = min(units.values(), default=0)
     shares: dict[Unit, float] = {}
     ran: list[Unit] = []
     suspends = 0
@@ -160,8 +162,8 @@ def turn(rotation: list[Unit], old: Mapping[Unit, float], units: Mapping[Unit, i
     return Slice(tuple(rotation), shares, suspends, tuple(ran), i)
 
 
-def boundary_turn(current: Slice, units: Mapping[Unit, int], gpus: int, resumed: float
-                  ) -> Slice:
+def boundary_turn(current: Slice, units: Mapping[Unit, int], gpus: int, resumed: float,
+                  smallest: int | None = None) -> Slice:
     """The next quantum: the units that ran go to the back, in order, and the front runs.
 
     The units that ran all lie in `current.rotation[:current.reached]`, so only that part
@@ -172,21 +174,24 @@ def boundary_turn(current: Slice, units: Mapping[Unit, int], gpus: int, resumed:
     rotation = [u for u in head if u not in turned]
     rotation.extend(current.rotation[current.reached:])
     rotation.extend(ran)
-    return turn(rotation, current.shares, units, gpus, set(), resumed, len(ran), SUSPENDED)
+    return turn(rotation, current.shares, units, gpus, set(), resumed, len(ran), SUSPENDED,
+                smallest)
 
 
 def plan_rotation(origin: float, first: Slice, units: Mapping[Unit, int], gpus: int,
                   resumed: float, loops: bool = True, horizon: int = HORIZON) -> RotationPlan:
     """`first` then the boundary turns after it, until a slice repeats one before it (with
-    `loops`) or the plan holds `horizon` quanta."""
+    `loops`) or the plan holds `horizon` quanta. A key hashes the whole rotation, hundreds
+    of units on a crowded server: once per quantum, and not at all without `loops`."""
     slices = [first]
     seen: dict[tuple, int] = {}  # not `first`: its suspends are a touch's, not a boundary's
+    smallest = min(units.values(), default=0)
     while len(slices) < horizon:
-        following = boundary_turn(slices[-1], units, gpus, resumed)
-        key = _key(following)
-        if key in seen and loops:
-            return RotationPlan(origin, slices, seen[key], loop_suspends=following.suspends)
-        seen[key] = len(slices)
+        following = boundary_turn(slices[-1], units, gpus, resumed, smallest)
+        if loops:
+            at = seen.setdefault(_key(following), len(slices))
+            if at < len(slices):
+                return RotationPlan(origin, slices, at, loop_suspends=following.suspends)
         slices.append(following)
     return RotationPlan(origin, slices, len(slices) - 1, expires=True)
 
