@@ -8,74 +8,142 @@ periodic, so the policy states the whole sequence once as a `ShareCycle` and the
 integrates the job's progress over it: the work done in any interval and the time at which
 a given amount is done are sums over whole quanta plus the partial ends, whatever the
 number of quanta in between.
+
+A cycle keeps only its quanta with a share above 0 (`runs`): on a crowded server a job runs
+in one or two of the ~55 quanta a plan holds (muri_trace2), and a cycle costs its runs, not
+its length. A quantum of share 0 adds exactly 0.0 to a running sum, so the sums over the runs
+are the same floats as over every quantum.
 """
 
 from __future__ import annotations
 
 import math
 from bisect import bisect_left
-from dataclasses import dataclass, field
-from itertools import accumulate
+from collections.abc import Sequence
 
 
-@dataclass(frozen=True, slots=True)
 class ShareCycle:
     """`first` until `start`; then `shares[k]` during [start + k·quantum, start + (k+1)·quantum);
-    past the end of `shares` the entries from `loop` on repeat. A share is in [0, 1]."""
+    past the end of `shares` the entries from `loop` on repeat. A share is in [0, 1].
+    Immutable; `ShareCycle.sparse` builds one from the quanta with a share other than 0."""
+
+    __slots__ = ("first", "start", "quantum", "length", "runs", "values", "loop", "sums")
 
     first: float
     start: float
     quantum: float
-    shares: tuple[float, ...]
-    loop: int = 0
-    # quantum × the running sums of `shares` (prefix[k] = the first k quanta's integral)
-    prefix: tuple[float, ...] = field(init=False, repr=False, compare=False)
+    length: int  # quanta before the loop repeats (the length of `shares`)
+    runs: tuple[int, ...]  # the quanta with a share other than 0, ascending
+    values: tuple[float, ...]  # their shares
+    loop: int
+    sums: tuple[float, ...]  # quantum × the running sums of `values`
 
-    def __post_init__(self) -> None:
-        q = self.quantum
-        object.__setattr__(self, "prefix", tuple(accumulate(map(q.__mul__, self.shares),
-                                                            initial=0.0)))
+    def __init__(self, first: float, start: float, quantum: float, shares: Sequence[float],
+                 loop: int = 0) -> None:
+        runs = [k for k, share in enumerate(shares) if share != 0.0]
+        self._fill(first, start, quantum, len(shares), runs, [shares[k] for k in runs], loop)
+
+    @classmethod
+    def sparse(cls, first: float, start: float, quantum: float, length: int,
+               runs: Sequence[int], values: Sequence[float], loop: int = 0) -> ShareCycle:
+        """The cycle whose `shares` are 0 but for `values` at the quanta `runs` (ascending)."""
+        cycle = cls.__new__(cls)
+        cycle._fill(first, start, quantum, length, runs, values, loop)
+        return cycle
+
+    def _fill(self, first: float, start: float, quantum: float, length: int,
+              runs: Sequence[int], values: Sequence[float], loop: int) -> None:
+        self.first = first
+        self.start = start
+        self.quantum = quantum
+        self.length = length
+        self.runs = tuple(runs)
+        self.values = tuple(values)
+        self.loop = loop
+        total = 0.0
+        sums = []
+        for value in self.values:
+            total += quantum * value
+            sums.append(total)
+        self.sums = tuple(sums)
+
+    @property
+    def shares(self) -> tuple[float, ...]:
+        """Every quantum's share up to the loop's end."""
+        shares = [0.0] * self.length
+        for k, value in zip(self.runs, self.values, strict=True):
+            shares[k] = value
+        return tuple(shares)
+
+    def _key(self) -> tuple:
+        return (self.first, self.start, self.quantum, self.length, self.runs, self.values,
+                self.loop)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ShareCycle) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return (f"ShareCycle(first={self.first!r}, start={self.start!r}, "
+                f"quantum={self.quantum!r}, shares={self.shares!r}, loop={self.loop!r})")
 
     def problem(self, now: float) -> str | None:
         """What makes this cycle invalid at time `now`, or None."""
-        if not self.shares or not 0 <= self.loop < len(self.shares):
+        n, runs = self.length, self.runs
+        if not n or not 0 <= self.loop < n or (runs and not 0 <= runs[0] <= runs[-1] < n):
             return "needs shares and a loop index inside them"
         if not self.quantum > 0 or not math.isfinite(self.quantum):
             return f"quantum {self.quantum} is not positive"
         if self.start < now:
             return f"starts at {self.start}, before now ({now})"
-        if not (0.0 <= self.first <= 1.0 and 0.0 <= min(self.shares)
-                and max(self.shares) <= 1.0):
+        values = self.values
+        if not (0.0 <= self.first <= 1.0
+                and (not values or (0.0 <= min(values) and max(values) <= 1.0))):
             return "has a share outside [0, 1]"
+        if not all(map(int.__lt__, runs, runs[1:])):
+            return "lists a quantum twice or out of order"
         return None
 
     def share_at(self, t: float) -> float:
         """The share in effect at time `t`."""
         if t < self.start:
             return self.first
-        return self.shares[self._index(int((t - self.start) // self.quantum))]
+        return self._share(self._index(int((t - self.start) // self.quantum)))
+
+    def _share(self, k: int) -> float:
+        """`shares[k]` for 0 <= k < length."""
+        runs = self.runs
+        j = bisect_left(runs, k)
+        return self.values[j] if j < len(runs) and runs[j] == k else 0.0
+
+    def _prefix(self, k: int) -> float:
+        """The integral over quanta 0 .. k - 1 (0 <= k <= length)."""
+        j = bisect_left(self.runs, k)
+        return self.sums[j - 1] if j else 0.0
 
     def _index(self, k: int) -> int:
-        n = len(self.shares)
+        n = self.length
         if k < n:
             return k
         return self.loop + (k - self.loop) % (n - self.loop)
 
     def _whole(self, k: int) -> float:
         """The integral over the first `k` whole quanta after `start`."""
-        prefix, n, loop = self.prefix, len(self.shares), self.loop
+        n, loop, prefix = self.length, self.loop, self._prefix
         if k <= n:
-            return prefix[k]
+            return prefix(k)
         cycles, rest = divmod(k - loop, n - loop)
-        return prefix[loop] + cycles * (prefix[n] - prefix[loop]) + (
-            prefix[loop + rest] - prefix[loop])
+        at_loop = prefix(loop)
+        return at_loop + cycles * (prefix(n) - at_loop) + (prefix(loop + rest) - at_loop)
 
     def _cumulative(self, t: float) -> float:
         """The integral of the share from `start` to `t` (negative before `start`)."""
         if t <= self.start:
             return (t - self.start) * self.first
         k = int((t - self.start) // self.quantum)
-        return self._whole(k) + (t - self.start - k * self.quantum) * self.shares[self._index(k)]
+        return self._whole(k) + (t - self.start - k * self.quantum) * self._share(self._index(k))
 
     def integral(self, t0: float, t1: float) -> float:
         """The share integrated over [t0, t1] (share-seconds)."""
@@ -94,42 +162,53 @@ class ShareCycle:
             return t0
         if t0 < self.start:
             before = (self.start - t0) * self.first
-            if amount <= before or (amount <= before + slack and self.shares[0] <= 0):
+            if amount <= before or (amount <= before + slack and self._share(0) <= 0):
                 return t0 if self.first <= 0 else min(self.start, t0 + amount / self.first)
             amount -= before
             t0 = self.start
         target = self._cumulative(t0) + amount
         k = self._quantum_reaching(target)
-        if slack > 0 and (k is None or (k > 0 and self.shares[self._index(k - 1)] <= 0)):
+        if slack > 0 and (k is None or (k > 0 and self._share(self._index(k - 1)) <= 0)):
             early = self._quantum_reaching(target - slack)
             if early is not None and (k is None or early < k):
                 end = self.start + (early + 1) * self.quantum
                 return max(t0, end - self.quantum + min(
-                    self.quantum, (target - self._whole(early)) / self.shares[self._index(early)]))
+                    self.quantum,
+                    (target - self._whole(early)) / self._share(self._index(early))))
         if k is None:
             return math.inf
         rest = max(0.0, target - self._whole(k))
-        return max(self.start + k * self.quantum + rest / self.shares[self._index(k)], t0)
+        return max(self.start + k * self.quantum + rest / self._share(self._index(k)), t0)
+
+    def _first_reaching(self, x: float, lo: int, hi: int) -> int:
+        """The least k in [lo, hi) whose prefix (`_prefix(k)`) is at least `x`, else hi:
+        `bisect_left` over the prefixes of every quantum, of which only the runs change."""
+        if self._prefix(lo) >= x:
+            return lo
+        j = bisect_left(self.sums, x)  # prefix(k) >= x exactly when k > runs[j]
+        return min(self.runs[j] + 1, hi) if j < len(self.sums) else hi
 
     def _quantum_reaching(self, target: float) -> int | None:
         """The quantum (counted from `start`, with a share above 0) in which the integral
         from `start` reaches `target` > 0; None if it never does."""
-        prefix, n, loop = self.prefix, len(self.shares), self.loop
-        if target <= prefix[n]:
-            k = bisect_left(prefix, target) - 1  # prefix[k] < target <= prefix[k + 1]
+        n, loop, prefix = self.length, self.loop, self._prefix
+        at_end = prefix(n)
+        if target <= at_end:
+            k = self._first_reaching(target, 0, n + 1) - 1  # prefix[k] < target <= prefix[k+1]
         else:
-            per_cycle = prefix[n] - prefix[loop]
+            at_loop = prefix(loop)
+            per_cycle = at_end - at_loop
             if per_cycle <= 0:
                 return None
-            cycles = int((target - prefix[n]) // per_cycle)
-            base = prefix[n] + cycles * per_cycle - prefix[loop]  # integral at the cycle's start
-            k = bisect_left(prefix, target - base, loop, n + 1) - 1
+            cycles = int((target - at_end) // per_cycle)
+            base = at_end + cycles * per_cycle - at_loop  # integral at the cycle's start
+            k = self._first_reaching(target - base, loop, n + 1) - 1
             if k >= n:  # rounding put the target past this cycle's end: take the next
                 cycles += 1
                 base += per_cycle
-                k = bisect_left(prefix, target - base, loop, n + 1) - 1
+                k = self._first_reaching(target - base, loop, n + 1) - 1
             k = n + cycles * (n - loop) + (k - loop)
         k = max(k, 0)
-        while self.shares[self._index(k)] <= 0:  # rounding landed on a suspended quantum
+        while self._share(self._index(k)) <= 0:  # rounding landed on a suspended quantum
             k += 1
         return k

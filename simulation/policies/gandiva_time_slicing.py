@@ -28,10 +28,13 @@ from simulation.policies.time_slicing import (
     plan_rotation,
     shifted,
     turn,
+    unit_cycles,
     unit_sequence,
 )
 from simulation.share_cycle import ShareCycle
 from simulation.view import ClusterView, JobView
+
+MIN_SHARE = 1e-6  # a running job's share is at least this (a share of 0 suspends it)
 
 
 class GandivaTimeSlicing:
@@ -189,7 +192,7 @@ class GandivaTimeSlicing:
                 continue
             share = min(self._time_share(view, sid) for sid in self._where[job_id])
             share *= self._pack_factor(job_id) * self._locality(view, job)
-            share = min(1.0, max(share, 1e-6))
+            share = min(1.0, max(share, MIN_SHARE))
             if abs(share - job.share) > 1e-12:
                 yield SetShare(job_id, share)
         if self.log_utilisation:
@@ -230,8 +233,26 @@ class GandivaTimeSlicing:
         """`job`'s share for every quantum from this one on: on each of its servers its
         unit's share in the server's plan, the lowest of them, slowed by packing and
         locality; a share that stays the same is a plain `SetShare`, and None if it is
-        the share the job has (a call per member of a re-planned server: no generator)."""
+        the share the job has (a call per member of a re-planned server: no generator).
+
+        A job on one server, in no pack and insensitive to locality there, runs at its
+        unit's shares unslowed: its cycle is the unit's, built with the fresh plan's
+        others at once (`unit_cycles`)."""
         job_id = job.job_id
+        where = self._where[job_id]
+        if len(where) == 1 and job_id not in self._pack_of:
+            plan = self._plans.get(where[0])
+            if plan is not None and self._quantum_of(plan) == 0:
+                entry = unit_cycles(plan, self._quantum_start + self.time_slice,
+                                    self.time_slice).get(job_id)
+                if (entry is not None and plan.least_share >= MIN_SHARE
+                        and self._locality(view, job) == 1.0):
+                    first, cycle = entry
+                    if cycle is None:
+                        return self._plain_share(job, first)
+                    self._cycled.add(job_id)
+                    self._suspended.discard(job_id)
+                    return SetShare(job_id, first, cycle)
         sequence: ShareSequence | None = None
         for sid in self._where[job_id]:
             plan = self._plans.get(sid)
@@ -245,20 +266,25 @@ class GandivaTimeSlicing:
         values = list(map(slowed.__getitem__, values))
         first = values[0]
         if len(slowed) == 1 or values.count(first) == len(values):
-            if job_id in self._cycled or abs(first - job.share) > 1e-12:
-                self._cycled.discard(job_id)
-                if first == SUSPENDED:
-                    self._suspended.add(job_id)
-                else:
-                    self._suspended.discard(job_id)
-                return SetShare(job_id, first)
-            return None
+            return self._plain_share(job, first)
         rest, rest_loop = shifted((values, loop), 1)
         self._cycled.add(job_id)
         self._suspended.discard(job_id)
         return SetShare(job_id, first, ShareCycle(
             first, self._quantum_start + self.time_slice, self.time_slice, tuple(rest),
             rest_loop))
+
+    def _plain_share(self, job: JobView, share: float) -> SetShare | None:
+        """A share that stays: a plain `SetShare`, or None if the job has it already."""
+        job_id = job.job_id
+        if job_id in self._cycled or abs(share - job.share) > 1e-12:
+            self._cycled.discard(job_id)
+            if share == SUSPENDED:
+                self._suspended.add(job_id)
+            else:
+                self._suspended.discard(job_id)
+            return SetShare(job_id, share)
+        return None
 
     def _busy_gpu_cores(self, view: ClusterView) -> float:
         """Σ GPUs × share × the model's GPU utilisation over the running jobs (Table 1's
@@ -280,4 +306,4 @@ def slowed_share(slice_share: float, pack: float, locality: float) -> float:
     factors; a suspended job stays suspended."""
     if slice_share <= SUSPENDED:
         return SUSPENDED
-    return min(1.0, max(slice_share * pack * locality, 1e-6))
+    return min(1.0, max(slice_share * pack * locality, MIN_SHARE))

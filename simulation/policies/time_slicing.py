@@ -24,6 +24,8 @@ import math
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
 
+from simulation.share_cycle import ShareCycle
+
 Unit = Hashable  # a job id, or ("pack", pack id)
 SUSPENDED = 0.0  # the share of a unit swapped out: it keeps its GPUs
 # Quanta a plan looks ahead at most when its rotation has not repeated by then. A server of
@@ -66,6 +68,10 @@ class RotationPlan:
     # server ask for
     columns: dict[Unit, list[float]] | None = None
     members: frozenset[Unit] | None = None  # the units of the rotation, once asked for
+    least_share: float = 1.0  # the lowest share above 0 in the plan, once `unit_cycles` ran
+    # (start, each unit's share in quantum 0 and its `ShareCycle` from `start` on, None if
+    # its share stays): for the units that run, at the first `unit_cycles`
+    cycles: tuple[float, dict[Unit, tuple[float, ShareCycle | None]]] | None = None
 
     def holds(self, unit: Unit) -> bool:
         """Whether `unit` is in the plan's rotation (a pack formed since is not)."""
@@ -110,7 +116,7 @@ class RotationPlan:
 
 def turn(rotation: list[Unit], old: Mapping[Unit, float], units: Mapping[Unit, int],
          gpus: int, running: set[Unit], resumed: float, was_running: int | None = None,
-         absent: float | None = None) -> Slice:
+         absent: float | None = None, smallest: int | None = None) -> Slice:
     """Give the server's GPUs to `rotation`'s units in order: those in `running` keep their
     share, the others take what is free, at `resumed` if they were suspended (full speed
     if they were not running before: not in `old`, whose missing units have the share
@@ -119,9 +125,11 @@ def turn(rotation: list[Unit], old: Mapping[Unit, float], units: Mapping[Unit, i
     Once fewer GPUs are free than the smallest unit needs and every unit of `running` has
     been met, the rest of the rotation is suspended wholesale; `was_running` (the units of
     `rotation` with a share above 0 in `old`, counted when None) gives their swaps, so a
-    turn costs the units that run, not all units (issue #22: hundreds per server)."""
-    free = gpus - sum(units[u] for u in running)
-    smallest = min(units.values(), default=0)
+    turn costs the units that run, not all units (issue #22: hundreds per server);
+    `smallest` (the least of `units`, found when None) likewise."""
+    free = gpus - sum(units[u] for u in running) if running else gpus
+    if smallest is None:
+        smallest = min(units.values(), default=0)
     shares: dict[Unit, float] = {}
     ran: list[Unit] = []
     suspends = 0
@@ -154,8 +162,8 @@ def turn(rotation: list[Unit], old: Mapping[Unit, float], units: Mapping[Unit, i
     return Slice(tuple(rotation), shares, suspends, tuple(ran), i)
 
 
-def boundary_turn(current: Slice, units: Mapping[Unit, int], gpus: int, resumed: float
-                  ) -> Slice:
+def boundary_turn(current: Slice, units: Mapping[Unit, int], gpus: int, resumed: float,
+                  smallest: int | None = None) -> Slice:
     """The next quantum: the units that ran go to the back, in order, and the front runs.
 
     The units that ran all lie in `current.rotation[:current.reached]`, so only that part
@@ -166,21 +174,24 @@ def boundary_turn(current: Slice, units: Mapping[Unit, int], gpus: int, resumed:
     rotation = [u for u in head if u not in turned]
     rotation.extend(current.rotation[current.reached:])
     rotation.extend(ran)
-    return turn(rotation, current.shares, units, gpus, set(), resumed, len(ran), SUSPENDED)
+    return turn(rotation, current.shares, units, gpus, set(), resumed, len(ran), SUSPENDED,
+                smallest)
 
 
 def plan_rotation(origin: float, first: Slice, units: Mapping[Unit, int], gpus: int,
                   resumed: float, loops: bool = True, horizon: int = HORIZON) -> RotationPlan:
     """`first` then the boundary turns after it, until a slice repeats one before it (with
-    `loops`) or the plan holds `horizon` quanta."""
+    `loops`) or the plan holds `horizon` quanta. A key hashes the whole rotation, hundreds
+    of units on a crowded server: once per quantum, and not at all without `loops`."""
     slices = [first]
     seen: dict[tuple, int] = {}  # not `first`: its suspends are a touch's, not a boundary's
+    smallest = min(units.values(), default=0)
     while len(slices) < horizon:
-        following = boundary_turn(slices[-1], units, gpus, resumed)
-        key = _key(following)
-        if key in seen and loops:
-            return RotationPlan(origin, slices, seen[key], loop_suspends=following.suspends)
-        seen[key] = len(slices)
+        following = boundary_turn(slices[-1], units, gpus, resumed, smallest)
+        if loops:
+            at = seen.setdefault(_key(following), len(slices))
+            if at < len(slices):
+                return RotationPlan(origin, slices, at, loop_suspends=following.suspends)
         slices.append(following)
     return RotationPlan(origin, slices, len(slices) - 1, expires=True)
 
@@ -195,18 +206,74 @@ def _key(s: Slice) -> tuple:
 ShareSequence = tuple[list[float], int]
 
 
+def plan_columns(plan: RotationPlan) -> dict[Unit, list[float]]:
+    """The shares in slices[0], slices[1], ... of each unit that runs in one of them."""
+    if plan.columns is None:  # from the listed shares only: a few units per slice
+        n = len(plan.slices)
+        columns: dict[Unit, list[float]] = {
+            u: [SUSPENDED] * n for u in set().union(*(s.ran for s in plan.slices))}
+        for i, s in enumerate(plan.slices):
+            for u in s.ran:
+                columns[u][i] = s.shares[u]
+        plan.columns = columns
+    return plan.columns
+
+
+def unit_cycles(plan: RotationPlan, start: float, quantum: float
+                ) -> dict[Unit, tuple[float, ShareCycle | None]]:
+    """For each unit that runs in `plan`: its share in quantum 0 and, unless that share
+    stays, its shares from quantum 1 on as a `ShareCycle` starting at `start` (the end of
+    quantum 0), the same cycle as `shifted(unit_sequence(plan, 0, unit), 1)` gives. Built
+    from the quanta each unit runs in (one or two of ~55 on a crowded server), and
+    `least_share` with them."""
+    if plan.cycles is None or plan.cycles[0] != start:
+        n, loop = len(plan.slices), plan.loop
+        runs: dict[Unit, list[int]] = {}
+        values: dict[Unit, list[float]] = {}
+        least = 1.0
+        for i, s in enumerate(plan.slices):
+            shares = s.shares
+            for u in s.ran:
+                share = shares[u]
+                if u in runs:
+                    runs[u].append(i)
+                    values[u].append(share)
+                else:
+                    runs[u] = [i]
+                    values[u] = [share]
+                if share < least:
+                    least = share
+        plan.least_share = least
+        cycles: dict[Unit, tuple[float, ShareCycle | None]] = {}
+        # from quantum 1 on: the quanta shift down by one; with no prefix (loop 0) quantum 0
+        # moves to the end of the loop
+        rest_length, rest_loop = (n - 1, loop - 1) if loop >= 1 else (n, 0)
+        for unit, unit_runs in runs.items():
+            unit_values = values[unit]
+            first = unit_values[0] if unit_runs[0] == 0 else SUSPENDED
+            if unit_values.count(first) == n:  # runs in every quantum at one share
+                cycles[unit] = (first, None)
+                continue
+            if unit_runs[0] == 0:
+                rest_runs = [k - 1 for k in unit_runs[1:]]
+                rest_values = unit_values[1:]
+                if loop == 0:
+                    rest_runs.append(n - 1)
+                    rest_values.append(first)
+            else:
+                rest_runs = [k - 1 for k in unit_runs]
+                rest_values = unit_values
+            cycles[unit] = (first, ShareCycle.sparse(first, start, quantum, rest_length,
+                                                     rest_runs, rest_values, rest_loop))
+        plan.cycles = (start, cycles)
+    return plan.cycles[1]
+
+
 def unit_sequence(plan: RotationPlan, start: int, unit: Unit) -> ShareSequence:
     """`unit`'s shares in `plan` from quantum `start` on."""
     n, loop = len(plan.slices), plan.loop
     if start == 0:  # the same as below, for every unit that runs at once
-        if plan.columns is None:  # from the listed shares only: a few units per slice
-            columns: dict[Unit, list[float]] = {
-                u: [SUSPENDED] * n for u in set().union(*(s.ran for s in plan.slices))}
-            for i, s in enumerate(plan.slices):
-                for u in s.ran:
-                    columns[u][i] = s.shares[u]
-            plan.columns = columns
-        column = plan.columns.get(unit)
+        column = plan_columns(plan).get(unit)
         if column is not None:
             return list(column), loop
         return [plan.share(0, unit)] * n, loop

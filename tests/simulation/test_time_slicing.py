@@ -15,9 +15,12 @@ from simulation.policies.time_slicing import (
     boundary_turn,
     lowest,
     plan_rotation,
+    shifted,
     turn,
+    unit_cycles,
     unit_sequence,
 )
+from simulation.share_cycle import ShareCycle
 
 GPUS = 4
 
@@ -61,6 +64,37 @@ def test_plan_matches_stepping_every_quantum(server):
     for unit in [*units, "not-planned"]:
         expected = [(s.shares.get(unit, 0.0) if unit in units else 1.0) for s in plan.slices]
         assert unit_sequence(plan, 0, unit) == (expected, plan.loop)
+
+
+@settings(max_examples=300, deadline=None)
+@given(servers())
+def test_unit_cycles_are_each_units_sequence_from_the_next_quantum(server):
+    """The cycles built from the quanta each unit runs in are the ones its whole sequence
+    gives (a plain share where it never changes), and `least_share` is the plan's least."""
+    units, old, running, loops = server
+    first = turn(list(units), old, units, GPUS, running, 0.5)
+    plan = plan_rotation(0.0, first, units, GPUS, 0.9, loops=loops)
+    cycles = unit_cycles(plan, 60.0, 60.0)
+    ran = {u for s in plan.slices for u in s.ran}
+    assert set(cycles) == ran
+    for unit in ran:
+        values, loop = unit_sequence(plan, 0, unit)
+        if values.count(values[0]) == len(values):
+            assert cycles[unit] == (values[0], None)
+            continue
+        rest, rest_loop = shifted((values, loop), 1)
+        assert cycles[unit] == (values[0], ShareCycle(values[0], 60.0, 60.0, rest, rest_loop))
+    assert plan.least_share == min(
+        (s.shares[u] for s in plan.slices for u in s.ran), default=1.0)
+
+
+def test_unit_cycles_of_a_plan_looping_from_its_first_quantum():
+    """From quantum 1 on, quantum 0 of a loop that starts there comes last."""
+    slices = [Slice(("a", "b"), {"a": 1.0, "b": 0.0}, 0, ("a",), 2),
+              Slice(("b", "a"), {"b": 0.9, "a": 0.0}, 1, ("b",), 2)]
+    cycles = unit_cycles(RotationPlan(0.0, slices, 0), 60.0, 60.0)
+    assert cycles == {"a": (1.0, ShareCycle(1.0, 60.0, 60.0, (0.0, 1.0), 0)),
+                      "b": (0.0, ShareCycle(0.0, 60.0, 60.0, (0.9, 0.0), 0))}
 
 
 def test_a_loop_counts_the_swaps_of_its_own_way_back():
