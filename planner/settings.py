@@ -260,7 +260,6 @@ SPECTACULAR_SETTINGS = {
         "JobStatusEnum": "planner.live.models.JobStatus",
         "RunStatusEnum": "planner.scenarios.models.RunStatus",
         "SweepStatusEnum": "planner.scenarios.models.SweepStatus",
-        "PolicyEnum": "planner.core.schema.POLICY_CHOICES",
         "ReclaimStrategyEnum": "planner.core.schema.RECLAIM_STRATEGY_CHOICES",
     },
 }

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from simulation import capacity
+from simulation.composition import SEPARATOR, describe_stages, resolve_policy, stages
 from simulation.decide import DECIDERS
 from simulation.engine import EngineConfig
 from simulation.errors import InputError, InvalidDecision, InvariantViolation
@@ -191,12 +192,14 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_policies(args: argparse.Namespace) -> int:
-    """Every policy with its paper, parameters and the engine defaults it runs with."""
+    """Every policy with its paper, stages, parameters and the engine defaults it runs with;
+    then the stages a composition may add."""
     defaults = EngineConfig()
     for name, cls in registry().items():
         print(f"{name}: {cls.description}")
         if cls.paper:
             print(f"    paper: {cls.paper}")
+        print(f"    stages: {describe_stages(cls)}")
         for p in cls.params:
             bounds = f", {p.bounds[0]:g} to {p.bounds[1]:g}" if p.bounds else ""
             print(f"    {p.name} ({p.type.__name__}, default {p.default!r}{bounds}): {p.help}")
@@ -206,6 +209,10 @@ def cmd_policies(args: argparse.Namespace) -> int:
         if cls.engine_defaults:
             print("    engine defaults (its paper's mechanisms): " + ", ".join(
                 f"{k}={v!r}" for k, v in sorted(cls.engine_defaults.items())))
+    print(f"stages a composition adds after its policy (--policy POLICY{SEPARATOR}STAGE, e.g. "
+          f"elastic-tiresias{SEPARATOR}aryl-loan):")
+    for stage in stages().values():
+        print(f"    {stage.name} ({stage.layer}): {stage.description}")
     print("reclaim strategies (--set reclaim_strategy=NAME): "
           + ", ".join(reclaim_strategies()))
     print("engine settings (--set key=value), defaults for every policy unless it says "
@@ -309,9 +316,10 @@ def _size_problem(args: argparse.Namespace, inputs: tuple) -> tuple[capacity.Pro
         raise InputError(exc.message, field=where) from None
     settings = _parse_settings(args.set)
     for policy in args.policy:
-        if policy not in registry():
-            raise InputError(f"unknown policy {policy!r} (known: {', '.join(registry())})",
-                             field="--policy")
+        try:
+            resolve_policy(policy)
+        except InputError as exc:
+            raise InputError(exc.message, field="--policy") from None
     if args.min is None or args.max is None:
         if axis.kind == capacity.AXIS_PARAM:
             raise InputError(f"give --min and --max for {args.param}", field="--min")

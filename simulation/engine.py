@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from simulation.composition import stage_label
 from simulation.decisions import (
     Decision,
     Launch,
@@ -424,8 +425,11 @@ class Simulation:
         decisions = self.policy.schedule(self.view)
         if decisions is None:
             return
-        for decision in decisions:
-            self.apply(decision)
+        try:
+            for decision in decisions:
+                self.apply(decision)
+        except InvalidDecision as exc:
+            raise InvalidDecision(f"{stage_label(type(self.policy), 'ordering')}: {exc}") from exc
 
     # -- decisions --------------------------------------------------------------------------
 
@@ -598,7 +602,10 @@ class Simulation:
         plan = self.policy.select_reclaim(self.view, count)
         if plan is None:
             plan = self.reclaim_strategy(self.view, count, self._reclaim_rng)
-        self.apply_reclaim(plan, count)
+        try:
+            self.apply_reclaim(plan, count)
+        except InvalidDecision as exc:
+            raise InvalidDecision(f"{stage_label(type(self.policy), 'capacity')}: {exc}") from exc
         return plan
 
     def apply_reclaim(self, plan: ReclaimPlan, count: int) -> None:

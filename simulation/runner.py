@@ -12,12 +12,13 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from simulation.composition import resolve_policy
 from simulation.engine import EngineConfig, Simulation
 from simulation.errors import InputError
 from simulation.limits import MAX_JOB_SECONDS, MIN_INTERVALS
 from simulation.metrics import RunResult
 from simulation.model import ClusterSpec, InferenceLoad, Workload
-from simulation.policies.base import create_policy, parse_params, registry
+from simulation.policies.base import create_policy, parse_params
 
 _ENGINE_FIELDS = {f.name: f for f in dataclasses.fields(EngineConfig)}
 
@@ -69,12 +70,9 @@ def _check_engine_number(key: str, value: Any, raw: Any) -> None:
 
 
 def policy_engine_defaults(policy: str) -> dict[str, Any]:
-    """The engine settings `policy` runs with unless told otherwise (its paper's own)."""
-    policies = registry()
-    if policy not in policies:
-        raise InputError(f"unknown policy {policy!r} (known: {', '.join(policies)})",
-                         field="policy")
-    return dict(policies[policy].engine_defaults)
+    """The engine settings `policy` runs with unless told otherwise (its paper's own, and
+    those of the stages a composition names)."""
+    return dict(resolve_policy(policy).engine_defaults)
 
 
 def split_settings(
@@ -86,14 +84,11 @@ def split_settings(
     across GPU types, and the speed the policy's knapsack assumes) goes to both, so one
     setting cannot leave the policy planning with a speed the engine does not run.
     """
-    policies = registry()
-    if policy not in policies:
-        raise InputError(f"unknown policy {policy!r} (known: {', '.join(policies)})",
-                         field="policy")
-    declared = {p.name for p in policies[policy].params}
+    cls = resolve_policy(policy)
+    declared = {p.name for p in cls.params}
     policy_params = {k: v for k, v in settings.items() if k in declared}
     engine = {k: v for k, v in settings.items() if k not in declared or k in _ENGINE_FIELDS}
-    parse_params(policies[policy], policy_params)
+    parse_params(cls, policy_params)
     return policy_params, engine
 
 

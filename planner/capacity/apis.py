@@ -16,8 +16,8 @@ from rest_framework.views import APIView
 
 from planner.capacity import selectors, services
 from planner.capacity.models import CapacitySearch
+from planner.core.fields import PolicyField
 from planner.core.pagination import StrictPageNumberPagination
-from planner.core.schema import POLICY_CHOICES
 from planner.core.serializers import StrictSerializer
 from planner.scenarios.apis import WhatIfListCreate, WhatIfRead
 from planner.scenarios.models import Scenario
@@ -89,7 +89,7 @@ class AxisSerializer(serializers.Serializer):
 class CapacitySearchStartSerializer(StrictSerializer):
     scenario = serializers.IntegerField(min_value=1, max_value=MAX_INT)
     name = serializers.CharField(max_length=200, required=False, default="", allow_blank=True)
-    policies = serializers.ListField(child=serializers.ChoiceField(choices=POLICY_CHOICES),
+    policies = serializers.ListField(child=PolicyField(),
                                      required=False, allow_empty=False,
                                      help_text="default: every policy of the scenario")
     targets = TargetSerializer(many=True, allow_empty=False,

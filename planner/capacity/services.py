@@ -26,10 +26,10 @@ from planner.scenarios.inputs import workload_to_simulation
 from planner.scenarios.models import TERMINAL_STATUSES, Run, RunStatus, Scenario
 from planner.scenarios.services import run_create, runs_enqueue
 from simulation import capacity
+from simulation.composition import resolve_policy
 from simulation.errors import InputError
 from simulation.limits import MAX_SEED
 from simulation.model import ClusterSpec
-from simulation.policies import registry
 from simulation.runner import split_settings
 
 logger = logging.getLogger(__name__)
@@ -103,7 +103,7 @@ def _param_check(*, scenario: Scenario, policies: list[str], param: str, levels:
                  ) -> None:
     """The sized parameter is an integer parameter of every policy, valid at both ends."""
     for name in policies:
-        declared = {p.name: p for p in registry()[name].params}
+        declared = {p.name: p for p in resolve_policy(name).params}
         if param not in declared or declared[param].type is not int:
             raise InputError(f"{param!r} is not an integer parameter of {name}",
                              field="axis.param")

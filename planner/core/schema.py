@@ -22,20 +22,17 @@ from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.plumbing import ResolvedComponent
 from rest_framework.permissions import AllowAny
 
-from simulation.policies import registry
 from simulation.reclaim import reclaim_strategies
 
 
-def _first_line(text: str | None) -> str:
-    return (text or "").strip().split("\n")[0]
+def _first_paragraph(text: str | None) -> str:
+    return " ".join((text or "").strip().split("\n\n")[0].split())
 
 
-# The values the simulator accepts, with their one-line descriptions, for enums in the schema
-# (SPECTACULAR_SETTINGS names them PolicyEnum and ReclaimStrategyEnum): a newly registered
-# policy or strategy shows up by itself.
-POLICY_CHOICES = [(name, _first_line(cls.description) or name)
-                  for name, cls in registry().items()]
-RECLAIM_STRATEGY_CHOICES = [(name, _first_line(fn.__doc__) or name)
+# The reclaim strategies the simulator accepts, with their descriptions, for an enum in the
+# schema (SPECTACULAR_SETTINGS names it ReclaimStrategyEnum): a newly registered strategy shows
+# up by itself. Policies are `planner.core.fields.PolicyField`, which takes compositions too.
+RECLAIM_STRATEGY_CHOICES = [(name, _first_paragraph(fn.__doc__) or name)
                             for name, fn in reclaim_strategies().items()]
 
 ERROR_SCHEMA = {

@@ -18,6 +18,13 @@ from planner.clusters import selectors as cluster_selectors
 from planner.scenarios import selectors as scenario_selectors
 from planner.scenarios.inputs import VARIANT_AXES
 from planner.scenarios.models import Scenario
+from simulation.composition import (
+    capacity_stages,
+    compose,
+    policy_stages,
+    resolve_policy,
+    split_composition,
+)
 from simulation.engine import EngineConfig
 from simulation.errors import InputError
 from simulation.limits import MAX_JOBS, MAX_SEED, MAX_SUBMIT_SECONDS
@@ -61,6 +68,10 @@ _STORED_CHOICES = 200  # newest stored workloads and loads offered in a select
 
 def param_field_name(policy: str, param: str) -> str:
     return f"param__{policy}__{param}"
+
+
+def stage_field_name(policy: str, layer: str) -> str:
+    return f"stage__{policy}__{layer}"
 
 
 def policy_group(paper: str) -> str:
@@ -161,19 +172,33 @@ class ScenarioBuilderForm(forms.Form):
             for p in scenario_selectors.inference_load_list()[:_STORED_CHOICES]]
         self.fields["policies"].choices = [(p["name"], p["name"]) for p in self.catalog]
         self.declared = {name: {p.name: p for p in cls.params} for name, cls in policies.items()}
+        capacity = list(capacity_stages().values())
         for policy, params in self.declared.items():
             for param in params.values():
                 self.fields[param_field_name(policy, param.name)] = _param_field(param)
+            own = policy_stages(policies[policy])["capacity"]
+            self.fields[stage_field_name(policy, "capacity")] = forms.MultipleChoiceField(
+                required=False, label="Capacity stages", initial=[own],
+                widget=forms.CheckboxSelectMultiple,
+                choices=[(own, f"{own} (its own)")] + [
+                    (stage.name, stage.name) for stage in capacity if stage.name != own],
+                help_text="which on-loan servers go back when inference reclaims them; "
+                          "each one ticked is a run of this policy with it")
 
     def policy_groups(self) -> list[dict[str, Any]]:
         """Per paper, its policies: checkbox, one-line description, paper, parameter inputs."""
         boxes = {box.data["value"]: box for box in self["policies"]}
         groups: dict[str, list[dict[str, Any]]] = {}
         for p in self.catalog:
+            stages = self[stage_field_name(p["name"], "capacity")]
             groups.setdefault(policy_group(self.papers[p["name"]]), []).append({
                 "name": p["name"], "description": p["description"],
                 "paper": self.papers[p["name"]], "checkbox": boxes[p["name"]],
-                "params": [self[param_field_name(p["name"], q["name"])] for q in p["params"]]})
+                "params": [self[param_field_name(p["name"], q["name"])] for q in p["params"]],
+                "stages": [stages],
+                # open when another stage than the policy's own is ticked, so it is seen
+                "stages_changed": (stages.value() or [])
+                != self.fields[stages.name].initial})
         return [{"paper": paper, "policies": groups[paper]} for paper in PAPER_GROUPS
                 if paper in groups]
 
@@ -245,21 +270,23 @@ class ScenarioBuilderForm(forms.Form):
         entries = []
         engine = data.get("engine_settings") if isinstance(data.get("engine_settings"),
                                                            dict) else {}
-        for policy in data.get("policies") or []:
+        for base in data.get("policies") or []:
             params = {}
-            for name, param in self.declared[policy].items():
-                value = data.get(param_field_name(policy, name))
+            for name, param in self.declared[base].items():
+                value = data.get(param_field_name(base, name))
                 if value is None or value == "" or value == param.default:
                     continue
                 params[name] = value
-            try:
-                split_settings(policy, {**engine, **params})
-            except InputError as exc:
-                target = param_field_name(policy, exc.field or "")
-                self.add_error(target if target in self.fields else "policies",
-                               f"{policy}: {exc.message}")
-                continue
-            entries.append({"policy": policy, "params": params})
+            for stage in data.get(stage_field_name(base, "capacity")) or [""]:
+                try:
+                    policy = compose(base, {"capacity": stage})
+                    split_settings(policy, {**engine, **params})
+                except InputError as exc:
+                    target = param_field_name(base, exc.field or "")
+                    self.add_error(target if target in self.fields else "policies",
+                                   f"{base}: {exc.message}")
+                    break
+                entries.append({"policy": policy, "params": params})
         return entries
 
 
@@ -271,16 +298,22 @@ def builder_initial(*, scenario: Scenario) -> dict[str, Any]:
         "workload_source": "stored", "workload_stored": str(scenario.workload_id),
         "inference_source": "stored" if scenario.inference_load_id else "none",
         "inference_stored": str(scenario.inference_load_id or ""),
-        "policies": [entry["policy"] for entry in scenario.policies],
+        "policies": [],
         "seeds": ", ".join(str(seed) for seed in scenario.seeds),
         "engine_settings": "\n".join(f"{k}={v}" for k, v in scenario.engine_settings.items()),
     }
-    declared = {name: {p.name: p for p in cls.params} for name, cls in registry().items()}
     for entry in scenario.policies:
+        base, added = split_composition(entry["policy"])
+        if base not in initial["policies"]:
+            initial["policies"].append(base)
+        own = policy_stages(resolve_policy(base))["capacity"]
+        initial.setdefault(stage_field_name(base, "capacity"), []).append(
+            added.get("capacity", own))
+        declared = {p.name: p for p in resolve_policy(base).params}
         for name, value in entry["params"].items():
-            param = declared.get(entry["policy"], {}).get(name)
+            param = declared.get(name)
             if param is not None:
-                initial[param_field_name(entry["policy"], name)] = param.parse(value)
+                initial[param_field_name(base, name)] = param.parse(value)
     return initial
 
 
@@ -296,9 +329,8 @@ def sweep_axis_choices(*, scenario: Scenario) -> list[tuple[str, list[tuple[str,
     """What a sweep can vary: the input axes, engine settings and the parameters of the
     scenario's policies, grouped for a select."""
     engine = sorted(f.name for f in dataclasses.fields(EngineConfig) if f.name != "seed")
-    policies = registry()
-    params = sorted({p.name for entry in scenario.policies if entry["policy"] in policies
-                     for p in policies[entry["policy"]].params})
+    params = sorted({p.name for entry in scenario.policies
+                     for p in resolve_policy(entry["policy"]).params})
     return [("Inputs", [(axis, f"{axis}: {_AXIS_HELP[axis]}") for axis in VARIANT_AXES]),
             ("Policy parameters", [(name, name) for name in params]),
             ("Engine settings", [(name, name) for name in engine])]

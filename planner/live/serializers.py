@@ -9,7 +9,8 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from planner.clusters.models import Cluster, ClusterKind, Pool, PoolKind, Server
-from planner.core.schema import POLICY_CHOICES, RECLAIM_STRATEGY_CHOICES
+from planner.core.fields import PolicyField
+from planner.core.schema import RECLAIM_STRATEGY_CHOICES
 from planner.core.serializers import StrictSerializer
 from planner.live.models import Decision, Job, JobStatus
 from simulation.limits import (
@@ -207,7 +208,7 @@ class ReclaimRequestSerializer(StrictSerializer):
 
 class ScheduleRequestSerializer(StrictSerializer):
     unknown_field_hints = STATEFUL_HINTS
-    policy = serializers.ChoiceField(choices=POLICY_CHOICES, help_text="a registered policy")
+    policy = PolicyField(help_text="a registered policy, or a composition of one with stages")
     params = serializers.DictField(required=False, help_text="the policy's parameters")
     seed = serializers.IntegerField(min_value=0, max_value=MAX_SEED, default=0)
     grace_period_seconds = serializers.FloatField(min_value=0, default=30.0)

@@ -13,7 +13,7 @@ from django.urls import reverse
 from drf_spectacular.utils import OpenApiExample, extend_schema_field
 from rest_framework import serializers
 
-from planner.core.schema import POLICY_CHOICES
+from planner.core.fields import PolicyField
 from planner.core.serializers import StrictSerializer
 from planner.scenarios.models import Run, RunStatus, Scenario, Workload
 from simulation.limits import MAX_INT, MAX_SEED
@@ -50,7 +50,7 @@ class WorkloadOutputSerializer(serializers.ModelSerializer):
 
 
 class PolicyEntrySerializer(serializers.Serializer):
-    policy = serializers.ChoiceField(choices=POLICY_CHOICES)
+    policy = PolicyField()
     params = serializers.DictField(
         required=False, default=dict,
         help_text="the policy's parameters (`python -m simulation policies` lists them)")

@@ -94,6 +94,12 @@ class Policy:
     shares_gpus: ClassVar[bool] = False
     interval: ClassVar[float | None] = 60.0
     engine_defaults: ClassVar[Mapping[str, Any]] = {}
+    # The layers of a scheduler (`simulation/composition.py`) the policy decides itself, as
+    # one stage named after it; a composition may give it stages for the other layers.
+    layers: ClassVar[tuple[str, ...]] = ("ordering", "allocation", "placement")
+    # Set on a composition's class: layer -> stage name, and the registered policy it extends.
+    composition: ClassVar[Mapping[str, str] | None] = None
+    base_policy: ClassVar[str | None] = None
 
     def __init__(self, *, rng: random.Random | None = None, **values: Any) -> None:
         self.rng = rng or random.Random(0)
@@ -158,11 +164,12 @@ def parse_params(
 def create_policy(
     name: str, params: Mapping[str, Any] | None = None, *, seed: int = 0
 ) -> Policy:
-    policies = registry()
-    if name not in policies:
-        raise InputError(
-            f"unknown policy {name!r} (known: {', '.join(policies)})", field="policy"
-        )
-    cls = policies[name]
+    """A policy by name: registered, or a composition (`simulation.composition`).
+
+    A composition's random stream is its base policy's, so stages that change nothing (no
+    server is ever reclaimed) leave every decision as the base policy makes it."""
+    from simulation.composition import resolve_policy
+
+    cls = resolve_policy(name)
     values = parse_params(cls, params or {})
-    return cls(rng=random.Random(f"{name}:{seed}"), **values)
+    return cls(rng=random.Random(f"{cls.base_policy or cls.name}:{seed}"), **values)

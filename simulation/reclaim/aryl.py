@@ -372,11 +372,15 @@ def hosted_jobs(view: ClusterView, servers: Sequence[str]) -> list[HostedJob]:
 
 @register_reclaim("aryl")
 def select_reclaim_aryl(view: ClusterView, count: int, rng: random.Random) -> ReclaimPlan:
+    """Aryl's Algorithm 1: empty and flexible-only servers first, then the cheapest by
+    server fraction (Aryl §4, §5.3)."""
     servers = on_loan_servers(view)
     return select_reclaim_servers(servers, hosted_jobs(view, servers), count).as_plan()
 
 
 @register_reclaim("optimal")
 def select_reclaim_exhaustive(view: ClusterView, count: int, rng: random.Random) -> ReclaimPlan:
+    """Every combination searched for the fewest preemptions, to measure the gap Aryl's
+    heuristic leaves (small instances only)."""
     servers = on_loan_servers(view)
     return select_reclaim_optimal(servers, hosted_jobs(view, servers), count).as_plan()

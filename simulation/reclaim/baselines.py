@@ -21,10 +21,13 @@ from simulation.view import ClusterView
 
 @register_reclaim("random")
 def select_reclaim_random(view: ClusterView, count: int, rng: random.Random) -> ReclaimPlan:
+    """Servers drawn at random, every job on them preempted (Aryl §7.1's Random)."""
     return preempt_all_on(view, rng.sample(on_loan_servers(view), count))
 
 
 @register_reclaim("gpu-fraction")
 def select_reclaim_gpu_fraction(view: ClusterView, count: int, rng: random.Random) -> ReclaimPlan:
+    """Aryl's loop with Table 1's GPU-fraction cost, which ignores how many jobs a
+    server holds (Aryl §7.1)."""
     servers = on_loan_servers(view)
     return select_reclaim_servers(servers, hosted_jobs(view, servers), count, cost="gpu").as_plan()

@@ -14,6 +14,8 @@ from simulation.view import ClusterView
 
 @register_reclaim("scf")
 def select_reclaim_scf(view: ClusterView, count: int, rng: random.Random) -> ReclaimPlan:
+    """The servers hosting the fewest jobs first, every job on them preempted (Aryl §7.2's
+    SCF baseline)."""
     servers = on_loan_servers(view)
     servers.sort(key=lambda sid: len(view.servers[sid].jobs))
     return preempt_all_on(view, servers[:count])

@@ -16,8 +16,14 @@
     });
   });
 
+  // Each ticked policy runs once per capacity stage ticked for it (none ticked: its own).
   function runCount() {
-    var policies = form.querySelectorAll("input[name='policies']:checked").length;
+    var policies = 0;
+    form.querySelectorAll("input[name='policies']:checked").forEach(function (box) {
+      var stages = form.querySelectorAll(
+        "input[name='stage__" + box.value + "__capacity']:checked").length;
+      policies += Math.max(stages, 1);
+    });
     var seeds = form.querySelector("input[name='seeds']").value.split(/[,;]/)
       .filter(function (part) { return part.trim() !== ""; }).length;
     return policies * Math.max(seeds, 1);

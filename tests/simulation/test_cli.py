@@ -59,6 +59,24 @@ def test_policies_lists_parameters(capsys):
     assert "tiresias:" in out and "thresholds" in out and "backfill" in out
 
 
+def test_policies_lists_each_policys_stages_and_the_stages_to_add(capsys):
+    assert main(["policies"]) == 0
+    out = capsys.readouterr().out
+    assert "    stages: capacity: aryl-loan, ordering+allocation+placement: aryl\n" in out
+    assert "    aryl-loan (capacity): Aryl's Algorithm 1" in out
+
+
+def test_run_takes_a_composition_and_refuses_a_bad_one_with_exit_2(tmp_path, capsys):
+    out = tmp_path / "composed"
+    assert main(["run", *TIRESIAS, "--policy", "tiresias+aryl-loan", "--out", str(out)]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert (summary["policy"], summary["engine"]["reclaim_strategy"]) == (
+        "tiresias+aryl-loan", "aryl")
+    capsys.readouterr()
+    assert main(["run", *TIRESIAS, "--policy", "tiresias+fifo", "--out", str(out)]) == 2
+    assert "field 'policy': 'tiresias+fifo': unknown stage 'fifo'" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize(
     ("trace_text", "settings", "message"),
     [

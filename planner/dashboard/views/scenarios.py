@@ -21,9 +21,9 @@ from planner.scenarios.services import (
     scenario_launch,
     sweep_create,
 )
+from simulation.composition import describe_stages, resolve_policy
 from simulation.errors import InputError
 from simulation.metrics import time_unit
-from simulation.policies import registry
 
 
 @role_required(PLAN)
@@ -63,14 +63,14 @@ def scenario_detail(request: HttpRequest, scenario_id: int) -> HttpResponse:
 
 
 def _scenario_detail_context(*, scenario: Scenario) -> dict[str, Any]:
-    policies = registry()
     spec = cluster_to_spec(cluster=scenario.cluster)
     return {
         "scenario": scenario, "pools": spec.pools, "gpu_types": spec.gpu_types.values(),
         "cluster_gpus": sum(pool.gpus for pool in spec.pools),
         "policies": [{"name": entry["policy"], "params": entry["params"],
-                      "description": getattr(policies.get(entry["policy"]), "description", ""),
-                      "paper": getattr(policies.get(entry["policy"]), "paper", "")}
+                      "description": resolve_policy(entry["policy"]).description,
+                      "paper": resolve_policy(entry["policy"]).paper,
+                      "stages": describe_stages(resolve_policy(entry["policy"]))}
                      for entry in scenario.policies],
         "workload_facts": _workload_facts(summary=scenario.workload.summary),
         "counts": scenario_selectors.scenario_list().filter(pk=scenario.pk).first(),

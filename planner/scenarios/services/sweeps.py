@@ -32,11 +32,11 @@ from planner.scenarios.models import (
 )
 from planner.scenarios.services.runs import run_create, runs_enqueue
 from planner.scenarios.services.scenarios import policy_settings_check
+from simulation.composition import resolve_policy
 from simulation.engine import EngineConfig
 from simulation.errors import InputError
 from simulation.limits import check_text, printable
 from simulation.metrics import mean_ci95
-from simulation.policies import registry
 
 logger = logging.getLogger(__name__)
 
@@ -97,7 +97,7 @@ def _grid_points(grid: Any, *, max_points: int) -> list[dict[str, Any]]:
 
 def _variant_settings(*, point: dict[str, Any], policy: str) -> dict[str, Any]:
     """The grid point's engine settings, and the policy parameters this policy declares."""
-    declared = {p.name for p in registry()[policy].params}
+    declared = {p.name for p in resolve_policy(policy).params}
     engine = {f.name for f in dataclasses.fields(EngineConfig)}
     return {k: v for k, v in point.items()
             if k not in VARIANT_AXES and (k in declared or k in engine)}
@@ -107,12 +107,10 @@ def _variant_settings(*, point: dict[str, Any], policy: str) -> dict[str, Any]:
 def sweep_create(*, scenario: Scenario, grid: dict[str, list[Any]], name: str = "") -> Sweep:
     """Every grid point x policy x seed as a run; enqueued together as one Celery group."""
     points = _grid_points(grid, max_points=settings.PLANNER_SWEEP_MAX_RUNS)
-    policies = registry()
     engine_fields = {f.name for f in dataclasses.fields(EngineConfig)}
+    declared = {p.name for e in scenario.policies for p in resolve_policy(e["policy"]).params}
     for key in grid:
-        declared = any(key in {p.name for p in policies[e["policy"]].params}
-                       for e in scenario.policies if e["policy"] in policies)
-        if key not in VARIANT_AXES and key not in engine_fields and not declared:
+        if key not in VARIANT_AXES and key not in engine_fields and key not in declared:
             raise InputError("not an engine setting, a parameter of the scenario's policies, "
                              f"or one of {', '.join(VARIANT_AXES)}",
                              field=f"grid.{printable(key)}")

@@ -30,6 +30,8 @@ def test_builder_keeps_the_upload_warns_and_shows_it_is_busy(
     page.get_by_label("Trace file").set_input_files(str(trace))
     page.get_by_label("Diurnal generator").check()
     page.locator("input[name='policies'][value='fifo']").check()
+    page.get_by_text("Parameters and stages of fifo").click()
+    page.locator("input[name='stage__fifo__capacity'][value='aryl-loan']").check()
     page.get_by_label("Seeds").fill("0, 1, x")  # an error elsewhere than the trace
     page.get_by_label("Engine settings").fill("warp_speed=9")
     page.get_by_role("button", name="Create and run").click()
@@ -56,7 +58,8 @@ def test_builder_keeps_the_upload_warns_and_shows_it_is_busy(
     page.get_by_role("button", name="Create anyway").click()
     assert page.locator("#create-run").is_disabled()
     assert page.locator("#create-anyway").is_disabled()
-    assert page.locator("#create-run").inner_text() == "Creating scenario and launching 2 runs…"
+    # fifo with its own capacity stage and with aryl-loan, two seeds each
+    assert page.locator("#create-run").inner_text() == "Creating scenario and launching 4 runs…"
     assert page.locator("#builder").get_attribute("aria-busy") == "true"
     screenshot("builder-busy")
     page.evaluate("() => document.getElementById('builder').submit()")
@@ -64,6 +67,7 @@ def test_builder_keeps_the_upload_warns_and_shows_it_is_busy(
     page.wait_for_url("**/runs/?scenario=*")
     scenario = Scenario.objects.get()
     assert scenario.workload.num_jobs == 3 and scenario.seeds == [0, 1]
+    assert [entry["policy"] for entry in scenario.policies] == ["fifo", "fifo+aryl-loan"]
     assert scenario.cluster.name == "browser upload cluster"
 
     page.goto(f"{live_server.url}/scenarios/{scenario.pk}/")

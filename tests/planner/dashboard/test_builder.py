@@ -177,6 +177,22 @@ def test_only_parameters_changed_from_their_defaults_are_stored(planner):
                                                {"policy": "tiresias", "params": {}}]
 
 
+def test_each_capacity_stage_ticked_for_a_policy_is_an_entry_of_its_own(planner):
+    """The boxes offer every capacity stage, the policy's own (its paper's reclaim) first and
+    ticked; each stage ticked is one entry, its own the plain policy's name."""
+    html = planner.get(NEW).content.decode()
+    boxes = re.findall(r'<input type="checkbox" name="stage__aryl__capacity" value="([\w-]+)"'
+                       r'[^>]*?( checked)?>', html)
+    assert boxes == [("aryl-loan", " checked"), ("gpu-fraction-loan", ""),
+                     ("optimal-loan", ""), ("random-loan", ""), ("scf-loan", "")]
+    response = planner.post(NEW, _data(policies=["elastic-tiresias", "aryl"], **{
+        "stage__elastic-tiresias__capacity": ["scf-loan", "aryl-loan"],
+        "stage__aryl__capacity": ["aryl-loan"]}))
+    assert response.status_code == 302, response.context["form"].errors
+    assert [e["policy"] for e in Scenario.objects.get().policies] == [
+        "elastic-tiresias", "elastic-tiresias+aryl-loan", "aryl"]
+
+
 def test_policies_are_grouped_by_paper_in_the_papers_order(planner):
     groups = ScenarioBuilderForm().policy_groups()
     assert [g["paper"] for g in groups] == ["Baselines", "Aryl", "EDL", "Gandiva", "Muri",
@@ -222,17 +238,19 @@ def test_clone_opens_the_builder_with_the_source_inputs(planner):
         name="source", cluster=cluster_make(), workload=workload_make(),
         inference_load=inference_load_create_generated(name="d", params={"days": 2}),
         policies=[{"policy": "fifo", "params": {"backfill": True}},
+                  {"policy": "tiresias+aryl-loan", "params": {"promote_knob": 4.0}},
                   {"policy": "tiresias", "params": {"promote_knob": 4.0}}],
         seeds=[0, 3], engine_settings={"restart_overhead": "30"})
     form = planner.get(NEW, {"from": source.pk}).context["form"]
     assert form["name"].value() == "source (copy)"
+    assert form["stage__tiresias__capacity"].value() == ["aryl-loan", "scf-loan"]
 
     response = planner.post(NEW, _submitted(form))
     assert response.status_code == 302, response.context["form"].errors
     clone = Scenario.objects.exclude(pk=source.pk).get()
     assert (clone.cluster, clone.workload, clone.inference_load) == (
         source.cluster, source.workload, source.inference_load)
-    assert clone.policies == source.policies
+    assert sorted(clone.policies, key=str) == sorted(source.policies, key=str)
     assert (clone.seeds, clone.engine_settings) == ([0, 3], {"restart_overhead": "30"})
     assert planner.get(NEW, {"from": 999999}).status_code == 404
 

@@ -79,7 +79,10 @@ def test_loan_schedule_reclaim_change_the_live_state(cluster, operator) -> None:
     assert Server.objects.filter(status=ServerStatus.ON_LOAN).count() == 2
     big = submit(operator, cluster, "big", 16)
     elastic = submit(operator, cluster, "elastic", 4, min_workers=4, max_workers=16)
-    schedule = post(operator, f"{base}/schedule", {"policy": "aryl"})
+    refused = post(operator, f"{base}/schedule", {"policy": "aryl+nosuch"})
+    assert refused.status_code == 400
+    assert "unknown stage 'nosuch'" in refused.json()["policy"][0]
+    schedule = post(operator, f"{base}/schedule", {"policy": "aryl+scf-loan"})
     assert schedule.status_code == 200, schedule.content
     launched = {entry["job"] for entry in schedule.json()["launch"]}
     assert launched == {"big", "elastic"}

@@ -73,7 +73,8 @@ def test_a_scenario_is_created_from_ids_without_launching(client):
 
     response = client.post("/api/v1/scenarios/", {
         "name": "fifo vs gandiva", "cluster": cluster.pk, "workload": workload.pk,
-        "policies": [{"policy": "fifo"}, {"policy": "gandiva", "params": {"time_slice": 30}}],
+        "policies": [{"policy": "fifo+aryl-loan"},
+                     {"policy": "gandiva", "params": {"time_slice": 30}}],
         "seeds": [0, 1], "inference_load_generator": {"days": 1},
     }, format="json")
 
@@ -81,7 +82,7 @@ def test_a_scenario_is_created_from_ids_without_launching(client):
     body = response.json()
     scenario = Scenario.objects.get()
     assert body["id"] == scenario.pk and body["cluster"] == cluster.pk
-    assert body["policies"] == [{"policy": "fifo", "params": {}},
+    assert body["policies"] == [{"policy": "fifo+aryl-loan", "params": {}},
                                 {"policy": "gandiva", "params": {"time_slice": 30}}]
     assert scenario.inference_load.params == {"days": 1}
     assert body["runs"] == [] and Run.objects.count() == 0  # created, not launched
@@ -114,6 +115,7 @@ def test_launch_true_creates_a_run_per_policy_and_seed_with_links(client):
     ({"cluster": 999999}, "cluster"),
     ({"workload": 999999}, "workload"),
     ({"policies": [{"policy": "fifo"}, {"policy": "warp"}]}, "policies[1].policy"),
+    ({"policies": [{"policy": "fifo+aryl-loan+scf-loan"}]}, "policies[0].policy"),
     ({"policies": [{"policy": "gandiva", "params": {"time_slize": 3}}]},
      "policies[0].time_slize"),
     ({"seeds": [0, 0]}, "seeds"),

@@ -1,0 +1,166 @@
+"""Policies as compositions of stages, one per layer of a scheduler (issue #20).
+
+The papers attack different layers of the same scheduler, so a policy is named by the stage
+it takes in each, in the spirit of the Kubernetes scheduler framework's extension points:
+
+- **capacity**: where GPUs come from. The engine lends idle inference servers to training
+  every `loan_interval` s and, when inference needs them back, asks the capacity stage which
+  on-loan servers to return (Aryl §4-§5.3). A capacity stage is a reclaim strategy of
+  `simulation/reclaim/` under the name `<strategy>-loan`: `aryl-loan` is Aryl's Algorithm 1,
+  `scf-loan` the engine's default (smallest count of jobs first, Aryl §7.2's baseline).
+- **ordering**: which jobs run and which are preempted (SRTF, 2D-LAS, finish-time fairness).
+- **allocation**: how many GPUs an elastic job gets (Aryl's knapsack, EDL's compaction).
+- **placement**: which GPUs, and whether jobs share them (packing, time-slicing,
+  interleaving).
+
+Every registered policy is a composition: its capacity stage is its paper's reclaim strategy
+(`Policy.engine_defaults`, else the engine's), and today each policy decides ordering,
+allocation and placement itself, as one stage named after it (`Policy.layers`). A
+composition names a policy and then the stages that replace its own, joined by `+`:
+``elastic-tiresias+aryl-loan`` is EDL's Elastic-Tiresias whose loaned servers are returned
+by Aryl's reclaim. Each layer takes at most one stage; an unknown name or a second stage for
+a layer is refused with a message naming them. Only capacity stages exist so far: the other
+layers are still decided inside each policy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from simulation.errors import InputError
+from simulation.policies.base import Policy, registry
+from simulation.reclaim import reclaim_strategies
+
+LAYERS = ("capacity", "ordering", "allocation", "placement")
+CAPACITY_SUFFIX = "-loan"
+SEPARATOR = "+"
+DEFAULT_RECLAIM = "scf"  # EngineConfig.reclaim_strategy's default
+
+
+@dataclass(frozen=True, slots=True)
+class Stage:
+    """One named stage of one layer; `engine_settings` are what it sets on the engine."""
+
+    layer: str
+    name: str
+    description: str
+    engine_settings: Mapping[str, Any]
+
+
+def capacity_stage_name(reclaim_strategy: str) -> str:
+    return f"{reclaim_strategy}{CAPACITY_SUFFIX}"
+
+
+def capacity_stages() -> dict[str, Stage]:
+    """One capacity stage per registered reclaim strategy, described by its docstring."""
+    stages = {}
+    for strategy, select in reclaim_strategies().items():
+        name = capacity_stage_name(strategy)
+        description = " ".join((select.__doc__ or strategy).split())
+        stages[name] = Stage("capacity", name, f"{description} Idle inference servers are "
+                             "lent to training in between.", {"reclaim_strategy": strategy})
+    return stages
+
+
+def stages() -> dict[str, Stage]:
+    """Every stage a composition may name after its policy."""
+    return capacity_stages()
+
+
+def policy_stages(cls: type[Policy]) -> dict[str, str]:
+    """Layer -> stage name of a policy class, composed or registered."""
+    composed = getattr(cls, "composition", None)
+    if composed is not None:
+        return dict(composed)
+    reclaim = cls.engine_defaults.get("reclaim_strategy", DEFAULT_RECLAIM)
+    return {"capacity": capacity_stage_name(reclaim), **{layer: cls.name for layer in cls.layers}}
+
+
+def resolve_policy(name: str) -> type[Policy]:
+    """The policy class `name` stands for: a registered policy or a composition of one with
+    stages (``elastic-tiresias+aryl-loan``). Raises `InputError` on field ``policy``."""
+    if not isinstance(name, str):
+        raise InputError(f"expected a policy name, got {name!r}", field="policy")
+    policies = registry()
+    if name in policies:
+        return policies[name]
+    return _compose(name.strip())
+
+
+@lru_cache(maxsize=256)
+def _compose(name: str) -> type[Policy]:
+    """The class of composition `name`, built once so that every run of it shares one class."""
+    base_name, *stage_names = [token.strip() for token in name.split(SEPARATOR)]
+    policies = registry()
+    if base_name not in policies:
+        raise InputError(f"unknown policy {base_name!r} (known: {', '.join(policies)}; "
+                         f"a composition is POLICY{SEPARATOR}STAGE, e.g. "
+                         f"elastic-tiresias{SEPARATOR}aryl-loan)", field="policy")
+    if not stage_names:
+        raise InputError(f"{name!r}: a composition names at least one stage after its policy",
+                         field="policy")
+    base = policies[base_name]
+    known = stages()
+    layers = policy_stages(base)
+    replaced: dict[str, str] = {}
+    engine_defaults = dict(base.engine_defaults)
+    for stage_name in stage_names:
+        stage = known.get(stage_name)
+        if stage is None:
+            raise InputError(f"{name!r}: unknown stage {stage_name!r} (stages: "
+                             f"{', '.join(known)})", field="policy")
+        if stage.layer in replaced:
+            raise InputError(f"{name!r}: stages {replaced[stage.layer]!r} and {stage_name!r} "
+                             f"both take the {stage.layer} layer", field="policy")
+        replaced[stage.layer] = stage_name
+        engine_defaults.update(stage.engine_settings)
+    layers.update(replaced)
+    return type(base.__name__ + "Composed", (base,), {
+        "name": name,
+        "description": f"{base.description} With " + ", ".join(
+            f"{layer} stage {stage!r}" for layer, stage in replaced.items()) + ".",
+        "engine_defaults": engine_defaults,
+        "composition": {layer: layers[layer] for layer in LAYERS if layer in layers},
+        "base_policy": base_name,
+        "__module__": base.__module__,
+    })
+
+
+def describe_stages(cls: type[Policy]) -> str:
+    """`capacity: aryl-loan, ordering+allocation+placement: elastic-tiresias`, for listings."""
+    by_stage: dict[str, list[str]] = {}
+    for layer, stage in policy_stages(cls).items():
+        by_stage.setdefault(stage, []).append(layer)
+    return ", ".join(f"{'+'.join(layers)}: {stage}" for stage, layers in by_stage.items())
+
+
+def stage_label(cls: type[Policy], layer: str) -> str:
+    """Who decided in `layer`, for an engine error: the stage, every layer it decides, and
+    the policy, e.g. ``stage 'aryl-loan' (capacity) of policy 'elastic-tiresias+aryl-loan'``."""
+    chosen = policy_stages(cls)
+    stage = chosen.get(layer, cls.name)
+    layers = [name for name, value in chosen.items() if value == stage] or [layer]
+    return f"stage {stage!r} ({', '.join(layers)}) of policy {cls.name!r}"
+
+
+def split_composition(name: str) -> tuple[str, dict[str, str]]:
+    """(registered policy, {layer: stage it adds}) of a valid policy name."""
+    cls = resolve_policy(name)
+    base = cls.base_policy or cls.name
+    own = policy_stages(registry()[base])
+    return base, {layer: stage for layer, stage in policy_stages(cls).items()
+                  if own.get(layer) != stage}
+
+
+def compose(base: str, added: Mapping[str, str]) -> str:
+    """The name of `base` with the stages of `added` (layer -> stage) that differ from its
+    own, checked: ``compose("srtf", {"capacity": "aryl-loan"}) == "srtf+aryl-loan"``."""
+    own = policy_stages(resolve_policy(base))
+    extra = [stage for layer, stage in sorted(added.items(), key=lambda i: LAYERS.index(i[0]))
+             if stage and own.get(layer) != stage]
+    name = SEPARATOR.join([base, *extra])
+    resolve_policy(name)
+    return name

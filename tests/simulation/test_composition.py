@@ -1,0 +1,138 @@
+"""Policies composed of stages (issue #20): names, what a capacity stage changes, errors."""
+
+from __future__ import annotations
+
+import pytest
+
+from simulation.composition import (
+    compose,
+    describe_stages,
+    policy_stages,
+    resolve_policy,
+    split_composition,
+)
+from simulation.decisions import Launch, ReclaimPlan, Slot
+from simulation.engine import EngineConfig, Simulation
+from simulation.errors import InputError, InvalidDecision
+from simulation.model import InferenceLoad, JobSpec, PoolKind
+from simulation.policies.base import Policy, create_policy, registry
+from simulation.runner import run_simulation
+from tests.simulation.builders import cluster, training_cluster, workload
+
+
+def test_a_composition_takes_its_policy_and_the_stages_it_names() -> None:
+    cls = resolve_policy("elastic-tiresias+aryl-loan")
+    assert cls.composition == {"capacity": "aryl-loan", "ordering": "elastic-tiresias",
+                               "allocation": "elastic-tiresias",
+                               "placement": "elastic-tiresias"}
+    # EDL's own stop-free scaling stays; the capacity stage sets Aryl's reclaim.
+    assert cls.engine_defaults == {"scaling_mode": "stop-free", "reclaim_strategy": "aryl"}
+    assert cls.base_policy == "elastic-tiresias"
+    assert resolve_policy("elastic-tiresias+aryl-loan") is cls  # built once
+    assert split_composition(cls.name) == ("elastic-tiresias", {"capacity": "aryl-loan"})
+
+
+def test_every_registered_policy_names_its_paper_reclaim_as_its_capacity_stage() -> None:
+    assert policy_stages(registry()["aryl"])["capacity"] == "aryl-loan"
+    assert policy_stages(registry()["srtf"])["capacity"] == "scf-loan"  # the engine default
+    assert describe_stages(registry()["srtf"]) == (
+        "capacity: scf-loan, ordering+allocation+placement: srtf")
+
+
+def test_compose_drops_a_stage_the_policy_already_has() -> None:
+    assert compose("srtf", {"capacity": "aryl-loan"}) == "srtf+aryl-loan"
+    assert compose("srtf", {"capacity": "scf-loan"}) == "srtf"
+    assert compose("aryl", {"capacity": "aryl-loan"}) == "aryl"
+    assert compose("srtf", {"capacity": ""}) == "srtf"
+
+
+@pytest.mark.parametrize(("name", "message"), [
+    ("gandiva+srtf", "unknown stage 'srtf'"),
+    ("nosuch+aryl-loan", "unknown policy 'nosuch'"),
+    ("srtf+aryl-loan+scf-loan", "stages 'aryl-loan' and 'scf-loan' both take the capacity"),
+    ("srtf+", "unknown stage ''"),
+])
+def test_a_bad_composition_is_refused_with_the_part_named(name: str, message: str) -> None:
+    with pytest.raises(InputError, match=message) as caught:
+        resolve_policy(name)
+    assert caught.value.field == "policy"
+
+
+def _reclaim_case() -> tuple:
+    """One 2-GPU training server (t0 on it) and three 2-GPU inference servers, all lent at
+    t = 0: best fit puts a on i0 and b (4 GPUs) across i1 and i2. At 600 s inference takes two
+    servers back."""
+    spec = cluster(("training", PoolKind.TRAINING, 1, 2), ("inference", PoolKind.INFERENCE, 3, 2))
+    jobs = workload(JobSpec("t0", 0, 2, 1000), JobSpec("a", 0, 2, 1000),
+                    JobSpec("b", 0, 4, 1000))
+    return spec, jobs, InferenceLoad(times=(0.0, 600.0), busy_servers=(0, 2))
+
+
+def test_aryl_loan_under_elastic_tiresias_returns_the_servers_of_one_job() -> None:
+    """Every server holds one job, so SCF (Elastic-Tiresias' default) returns the first two
+    in cluster order, i0 and i1, and preempts a and b. Aryl's Algorithm 1 returns i1 (cost
+    1/2, and preempting b vacates i2) then i2: only b stops.
+
+    By hand, 63 s restart: SCF: a restarts at once on i2, 600 + 63 + 400 = 1063; b waits for
+    4 GPUs (t0's at 1000, a's at 1063) and ends at 1063 + 63 + 400 = 1526. Aryl: a ends at
+    1000 untouched, b restarts at 1000 on t0's and a's GPUs: 1000 + 63 + 400 = 1463."""
+    spec, jobs, load = _reclaim_case()
+    ends = {}
+    for name in ("elastic-tiresias", "elastic-tiresias+aryl-loan"):
+        result = run_simulation(spec, jobs, name, inference_load=load)
+        ends[name] = {row["job_id"]: row["end"] for row in result.jobs}
+        assert result.summary["loaning"]["servers_reclaimed"] == 2
+    assert ends["elastic-tiresias"] == {"t0": 1000.0, "a": 1063.0, "b": 1526.0}
+    assert ends["elastic-tiresias+aryl-loan"] == {"t0": 1000.0, "a": 1000.0, "b": 1463.0}
+
+
+def test_a_composition_runs_as_its_policy_with_the_stage_set_by_hand() -> None:
+    spec, jobs, load = _reclaim_case()
+    composed = run_simulation(spec, jobs, "tiresias+aryl-loan", inference_load=load)
+    by_hand = run_simulation(spec, jobs, "tiresias", inference_load=load,
+                             settings={"reclaim_strategy": "aryl"})
+    assert composed.jobs == by_hand.jobs
+    assert composed.summary["policy"] == "tiresias+aryl-loan"
+    assert composed.summary["engine"]["reclaim_strategy"] == "aryl"
+
+
+@pytest.mark.parametrize("policy", sorted(registry()))
+def test_a_capacity_stage_changes_nothing_where_nothing_is_reclaimed(policy: str) -> None:
+    """No inference pool: every policy with another capacity stage makes the same decisions,
+    random draws included (a composition draws from its policy's stream)."""
+    jobs = workload(*(JobSpec(f"j{i}", 40.0 * i, 2 ** (i % 3), 300.0 + 50 * i, min_workers=1,
+                              max_workers=4) for i in range(8)))
+    alone = run_simulation(training_cluster(2, 4), jobs, policy)
+    composed = run_simulation(training_cluster(2, 4), jobs, f"{policy}+random-loan")
+    assert composed.jobs == alone.jobs
+
+
+def test_a_composition_draws_from_its_policys_random_stream() -> None:
+    draws = [create_policy(name, seed=3).rng.random() for name in ("themis", "themis+aryl-loan")]
+    assert draws[0] == draws[1]
+
+
+class _PlacesOnNoServer(Policy):
+    name = "no-server"
+    interval = None
+
+    def schedule(self, view):
+        return [Launch(job_id, (Slot("nowhere", 1),)) for job_id in view.queue]
+
+
+def test_an_invalid_decision_names_the_stage_that_made_it() -> None:
+    sim = Simulation(training_cluster(1, 4), workload(JobSpec("a", 0, 1, 10)),
+                     _PlacesOnNoServer())
+    with pytest.raises(InvalidDecision, match=r"^stage 'no-server' \(ordering, allocation, "
+                                              r"placement\) of policy 'no-server': "):
+        sim.run()
+
+
+def test_an_invalid_reclaim_plan_names_the_capacity_stage() -> None:
+    spec, jobs, load = _reclaim_case()
+    sim = Simulation(spec, jobs, create_policy("fifo+random-loan"),
+                     config=EngineConfig(reclaim_strategy="random"), inference_load=load)
+    sim.reclaim_strategy = lambda view, count, rng: ReclaimPlan(servers=(), preempt=())
+    with pytest.raises(InvalidDecision, match=r"^stage 'random-loan' \(capacity\) of policy "
+                                              r"'fifo\+random-loan': reclaim plan returns 0"):
+        sim.run()
