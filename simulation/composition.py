@@ -7,7 +7,8 @@ it takes in each, in the spirit of the Kubernetes scheduler framework's extensio
   every `loan_interval` s and, when inference needs them back, asks the capacity stage which
   on-loan servers to return (Aryl §4-§5.3). A capacity stage is a reclaim strategy of
   `simulation/reclaim/` under the name `<strategy>-loan`: `aryl-loan` is Aryl's Algorithm 1,
-  `scf-loan` the engine's default (smallest count of jobs first, Aryl §7.2's baseline).
+  `scf-loan` the engine's default (smallest count of jobs first, Aryl §7.2's baseline);
+  `no-loan` lends nothing, so a comparison with it shows what loaning gives.
 - **ordering**: which jobs run and which are preempted (SRTF, 2D-LAS, finish-time fairness).
 - **allocation**: how many GPUs an elastic job gets (Aryl's knapsack, EDL's compaction).
 - **placement**: which GPUs, and whether jobs share them (packing, time-slicing,
@@ -54,9 +55,13 @@ def capacity_stage_name(reclaim_strategy: str) -> str:
     return f"{reclaim_strategy}{CAPACITY_SUFFIX}"
 
 
+NO_LOAN = Stage("capacity", "no-loan", "Inference servers are never lent: training runs on "
+                "its own pools only (what loaning gives is the difference).", {"lending": False})
+
+
 def capacity_stages() -> dict[str, Stage]:
-    """One capacity stage per registered reclaim strategy, described by its docstring."""
-    stages = {}
+    """`no-loan`, then one stage per registered reclaim strategy, described by its docstring."""
+    stages = {NO_LOAN.name: NO_LOAN}
     for strategy, select in reclaim_strategies().items():
         name = capacity_stage_name(strategy)
         description = " ".join((select.__doc__ or strategy).split())

@@ -581,6 +581,8 @@ class Simulation:
         busy = min(load.busy_at(now), pool.servers)
         self._inference_busy_servers = busy
         limit = pool.servers if pool.lending_limit is None else pool.lending_limit
+        if not self.config.lending:
+            limit = 0  # the load is still followed: inference-busy GPUs count in utilisation
         lendable = max(0, min(limit, pool.servers - busy - self.config.loan_headroom))
         on_loan = [sid for sid in self.state.pool_servers[pool.name]
                    if self.state.servers[sid].on_loan]

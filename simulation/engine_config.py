@@ -60,6 +60,7 @@ class EngineConfig:
     stop_free_prepare: float = 30.0
     stop_free_broadcast: float = 0.5
     stop_resume_pause: float = 45.0
+    lending: bool = True  # False: inference servers are never lent (capacity stage no-loan)
     loan_interval: float = 300.0
     loan_headroom: int = 0
     reclaim_strategy: str = "scf"

@@ -18,7 +18,7 @@ from simulation.errors import InputError
 from simulation.limits import MAX_JOB_SECONDS, MIN_INTERVALS
 from simulation.metrics import RunResult
 from simulation.model import ClusterSpec, InferenceLoad, Workload
-from simulation.policies.base import create_policy, parse_params
+from simulation.policies.base import Param, create_policy, parse_params
 
 _ENGINE_FIELDS = {f.name: f for f in dataclasses.fields(EngineConfig)}
 
@@ -39,6 +39,9 @@ def engine_config(
         if key not in _ENGINE_FIELDS or key == "seed":
             raise InputError(f"unknown setting {key!r}", source="settings", field=key)
         default = getattr(defaults, key)
+        if isinstance(default, bool):
+            values[key] = Param(key, bool, default, "").parse(raw, source="settings")
+            continue
         kind = str if isinstance(default, str) else float if default is None else type(default)
         try:
             value = kind(raw)

@@ -16,7 +16,7 @@ from simulation.engine import EngineConfig, Simulation
 from simulation.errors import InputError, InvalidDecision
 from simulation.model import InferenceLoad, JobSpec, PoolKind
 from simulation.policies.base import Policy, create_policy, registry
-from simulation.runner import run_simulation
+from simulation.runner import engine_config, run_simulation
 from tests.simulation.builders import cluster, training_cluster, workload
 
 
@@ -44,6 +44,7 @@ def test_compose_drops_a_stage_the_policy_already_has() -> None:
     assert compose("srtf", {"capacity": "scf-loan"}) == "srtf"
     assert compose("aryl", {"capacity": "aryl-loan"}) == "aryl"
     assert compose("srtf", {"capacity": ""}) == "srtf"
+    assert compose("aryl", {"capacity": "no-loan"}) == "aryl+no-loan"
 
 
 @pytest.mark.parametrize(("name", "message"), [
@@ -84,6 +85,31 @@ def test_aryl_loan_under_elastic_tiresias_returns_the_servers_of_one_job() -> No
         assert result.summary["loaning"]["servers_reclaimed"] == 2
     assert ends["elastic-tiresias"] == {"t0": 1000.0, "a": 1063.0, "b": 1526.0}
     assert ends["elastic-tiresias+aryl-loan"] == {"t0": 1000.0, "a": 1000.0, "b": 1463.0}
+
+
+def test_no_loan_keeps_training_on_its_own_pool() -> None:
+    """Nothing is lent: a waits for t0's server (1000 + 1000 s) and b, wider than the
+    training pool, never runs (reported unfinished, not waited for). With its own stage
+    SRTF lends all three inference servers at 0 and a and b start at once."""
+    spec, jobs, load = _reclaim_case()
+    lent = run_simulation(spec, jobs, "srtf", inference_load=load)
+    alone = run_simulation(spec, jobs, "srtf+no-loan", inference_load=load)
+    assert lent.summary["loaning"]["servers_lent"] == 3
+    assert alone.summary["loaning"]["servers_lent"] == 0
+    assert {row["job_id"]: row["end"] for row in alone.jobs} == {
+        "t0": 1000.0, "a": 2000.0, "b": None}
+    assert alone.summary["engine"]["lending"] is False
+
+
+@pytest.mark.parametrize(("raw", "value"), [("false", False), ("on", True), (False, False)])
+def test_lending_is_a_yes_no_engine_setting(raw, value) -> None:
+    assert engine_config({"lending": raw}, seed=0).lending is value
+
+
+def test_a_lending_setting_that_is_no_yes_or_no_names_the_field() -> None:
+    with pytest.raises(InputError, match="expected bool") as caught:
+        engine_config({"lending": "sometimes"}, seed=0)
+    assert caught.value.field == "lending"
 
 
 def test_a_composition_runs_as_its_policy_with_the_stage_set_by_hand() -> None:

@@ -183,14 +183,14 @@ def test_each_capacity_stage_ticked_for_a_policy_is_an_entry_of_its_own(planner)
     html = planner.get(NEW).content.decode()
     boxes = re.findall(r'<input type="checkbox" name="stage__aryl__capacity" value="([\w-]+)"'
                        r'[^>]*?( checked)?>', html)
-    assert boxes == [("aryl-loan", " checked"), ("gpu-fraction-loan", ""),
+    assert boxes == [("aryl-loan", " checked"), ("no-loan", ""), ("gpu-fraction-loan", ""),
                      ("optimal-loan", ""), ("random-loan", ""), ("scf-loan", "")]
     response = planner.post(NEW, _data(policies=["elastic-tiresias", "aryl"], **{
         "stage__elastic-tiresias__capacity": ["scf-loan", "aryl-loan"],
-        "stage__aryl__capacity": ["aryl-loan"]}))
+        "stage__aryl__capacity": ["aryl-loan", "no-loan"]}))
     assert response.status_code == 302, response.context["form"].errors
     assert [e["policy"] for e in Scenario.objects.get().policies] == [
-        "elastic-tiresias", "elastic-tiresias+aryl-loan", "aryl"]
+        "elastic-tiresias", "elastic-tiresias+aryl-loan", "aryl", "aryl+no-loan"]
 
 
 def test_policies_are_grouped_by_paper_in_the_papers_order(planner):
