@@ -4,7 +4,7 @@
 returned by Aryl's Algorithm 1 instead of SCF (the engine's default, which Elastic-Tiresias
 runs with); `muri-s+aryl-loan` interleaves jobs on training and loaned servers and returns
 them by Algorithm 1. Beside them their parts: each policy with its own capacity stage, the
-same without loaning (`--static`), and Aryl's own policy. Runs lend idle inference servers
+same lending nothing (`+no-loan`), and Aryl's own policy. Runs lend idle inference servers
 (Figure 1's diurnal load, peak 95 %) on the Aryl trace at `--scale` (the reproduction's
 quarter by default) with `--training-share` of its training servers (0.75: the
 reproduction's contended ablation, where loaned servers carry more of the training load).
@@ -29,9 +29,9 @@ from simulation.workloads.aryl_trace import (  # noqa: E402
     aryl_trace_workload,
 )
 
-POLICIES = ("tiresias", "tiresias+aryl-loan", "elastic-tiresias", "elastic-tiresias+aryl-loan",
-            "muri-s", "muri-s+aryl-loan", "aryl")
-STATIC = ("tiresias", "elastic-tiresias", "muri-s")
+POLICIES = ("tiresias+no-loan", "tiresias", "tiresias+aryl-loan", "elastic-tiresias+no-loan",
+            "elastic-tiresias", "elastic-tiresias+aryl-loan", "muri-s+no-loan", "muri-s",
+            "muri-s+aryl-loan", "aryl")
 
 
 def main() -> None:
@@ -40,8 +40,6 @@ def main() -> None:
     parser.add_argument("--training-share", type=float, default=0.75)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--policies", default=",".join(POLICIES))
-    parser.add_argument("--static", default=",".join(STATIC),
-                        help="policies also run without loaning (training servers only)")
     args = parser.parse_args()
     spec = ArylTraceSpec(scale=args.scale)
     full = spec.cluster()
@@ -55,19 +53,16 @@ def main() -> None:
     header = (f"{'policy':<28}{'mean JCT h':>11}{'queuing h':>10}{'preempt.':>9}"
               f"{'by reclaim':>11}{'collateral':>11}{'CPU s':>7}  stages")
     print(header)
-    runs = [(policy, True) for policy in args.policies.split(",") if policy]
-    runs += [(policy, False) for policy in args.static.split(",") if policy]
-    for policy, lending in runs:
+    for policy in args.policies.split(","):
         started = time.process_time()
-        result = run_simulation(cluster, workload, policy, seed=args.seed,
-                                inference_load=load if lending else None)
+        result = run_simulation(cluster, workload, policy, seed=args.seed, inference_load=load)
         cpu = time.process_time() - started
         s = result.summary
         loaning = s["loaning"]
-        stages = describe_stages(resolve_policy(policy)) if lending else "no loaning"
         print(f"{policy:<28}{s['jct']['mean'] / 3600:>11.2f}{s['queuing']['mean'] / 3600:>10.2f}"
               f"{s['preemptions']:>9}{loaning['reclaim_preemptions']:>11}"
-              f"{loaning['collateral_damage']:>11.2f}{cpu:>7.1f}  {stages}")
+              f"{loaning['collateral_damage']:>11.2f}{cpu:>7.1f}  "
+              f"{describe_stages(resolve_policy(policy))}")
 
 
 if __name__ == "__main__":
