@@ -58,7 +58,19 @@ def test_two_processes_give_the_answer_of_one(tmp_path, inputs):
     assert answers[0] == answers[1] == [("fifo", 3), ("sjf", 3)]
 
 
+def test_size_takes_a_composition_and_names_it(tmp_path, inputs, capsys):
+    """The training pool alone holds the jobs, so lending nothing needs the same 6 servers."""
+    out = tmp_path / "out"
+    argv = ["size", *inputs, "--policy", "fifo+no-loan", "--pool", "training", "--target",
+            "makespan<=1h", "--cost", "V100=2.5", "--out", str(out)]
+    assert main(argv) == 0
+    (composed,) = json.loads((out / "capacity.json").read_text())["policies"]
+    assert (composed["policy"], composed["level"]) == ("fifo+no-loan", 6)
+
+
 @pytest.mark.parametrize(("extra", "message"), [
+    (["--policy", "fifo+warp", "--target", "makespan<=1h", "--cost", "V100=1"],
+     "field '--policy': 'fifo+warp': unknown stage 'warp'"),
     (["--target", "jct.mean<=5%"], "field '--target': jct.mean is not a share"),
     (["--target", "makespan<=1h", "--cost", "V100"], "field '--cost': expected GPU_TYPE=PRICE"),
     (["--target", "makespan<=1h", "--cost", "T4=1"], "field '--cost': no price per GPU-hour "
