@@ -15,9 +15,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from simulation.composition import create_policy  # noqa: E402
 from simulation.dlt_models import strong_scaling_throughput  # noqa: E402
 from simulation.engine import EngineConfig, Simulation  # noqa: E402
-from simulation.policies.base import create_policy  # noqa: E402
 from simulation.transient import (  # noqa: E402
     SCHEMES,
     analytic_break_even,

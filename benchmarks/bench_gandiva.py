@@ -15,8 +15,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from simulation.composition import create_policy  # noqa: E402
 from simulation.engine import EngineConfig, Simulation  # noqa: E402
-from simulation.policies.base import create_policy  # noqa: E402
 from simulation.reproductions.gandiva import (  # noqa: E402
     GANDIVA_63,
     baseline_utilisation,

@@ -16,10 +16,10 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from simulation.composition import create_policy  # noqa: E402
 from simulation.engine import EngineConfig, Simulation  # noqa: E402
 from simulation.interleaving_grouping import Bucket, GroupingConfig, multi_round_grouping  # noqa: E402
 from simulation.model import JobSpec, Workload  # noqa: E402
-from simulation.policies.base import create_policy  # noqa: E402
 from simulation.runner import run_simulation  # noqa: E402
 from simulation.workloads import load_cluster_spec, load_trace  # noqa: E402
 

@@ -26,13 +26,14 @@ layers are still decided inside each policy.
 
 from __future__ import annotations
 
+import random
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
 from simulation.errors import InputError
-from simulation.policies.base import Policy, registry
+from simulation.policies.base import Policy, parse_params, registry
 from simulation.reclaim import reclaim_strategies
 
 LAYERS = ("capacity", "ordering", "allocation", "placement")
@@ -132,6 +133,18 @@ def _compose(name: str) -> type[Policy]:
         "base_policy": base_name,
         "__module__": base.__module__,
     })
+
+
+def create_policy(
+    name: str, params: Mapping[str, Any] | None = None, *, seed: int = 0
+) -> Policy:
+    """A policy by name, registered or composed, with `params` checked against its own.
+
+    A composition's random stream is its base policy's, so stages that change nothing (no
+    server is ever reclaimed) leave every decision as the base policy makes it."""
+    cls = resolve_policy(name)
+    values = parse_params(cls, params or {})
+    return cls(rng=random.Random(f"{cls.base_policy or cls.name}:{seed}"), **values)
 
 
 def describe_stages(cls: type[Policy]) -> str:

@@ -22,11 +22,12 @@ import random
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from simulation.composition import create_policy
 from simulation.decisions import Placement
 from simulation.errors import InputError
 from simulation.limits import MAX_SEED
 from simulation.model import JobSpec, PoolKind
-from simulation.policies.base import Policy, create_policy
+from simulation.policies.base import Policy
 from simulation.reclaim import get_reclaim_strategy
 from simulation.snapshot import (
     SOURCE,

@@ -12,13 +12,13 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from simulation.composition import resolve_policy
+from simulation.composition import create_policy, resolve_policy
 from simulation.engine import EngineConfig, Simulation
 from simulation.errors import InputError
 from simulation.limits import MAX_JOB_SECONDS, MIN_INTERVALS
 from simulation.metrics import RunResult
 from simulation.model import ClusterSpec, InferenceLoad, Workload
-from simulation.policies.base import Param, create_policy, parse_params
+from simulation.policies.base import Param, parse_params
 
 _ENGINE_FIELDS = {f.name: f for f in dataclasses.fields(EngineConfig)}
 

@@ -30,11 +30,11 @@ from planner.scenarios.models import (
     WorkloadKind,
 )
 from simulation.capacity import pools_resize
+from simulation.composition import create_policy
 from simulation.errors import InputError
 from simulation.limits import MAX_SEED, MAX_SERVERS, MAX_SERVERS_PER_POOL
 from simulation.model import ClusterSpec, InferenceLoad, JobSpec, PoolKind
 from simulation.model import Workload as SimWorkload
-from simulation.policies.base import create_policy
 from simulation.runner import split_settings
 from simulation.scenarios.generators import is_named, named_workload
 from simulation.workloads import (

@@ -6,9 +6,9 @@ import importlib
 import pkgutil
 import threading
 
-from simulation.policies.base import Param, Policy, create_policy, register, registry
+from simulation.policies.base import Param, Policy, register, registry
 
-__all__ = ["Param", "Policy", "create_policy", "register", "registry", "load_all"]
+__all__ = ["Param", "Policy", "register", "registry", "load_all"]
 
 _loaded = False
 _in_progress = False  # this thread is importing: a nested call returns at once

@@ -159,17 +159,3 @@ def parse_params(
             )
         values[key] = declared[key].parse(value, source=source)
     return values
-
-
-def create_policy(
-    name: str, params: Mapping[str, Any] | None = None, *, seed: int = 0
-) -> Policy:
-    """A policy by name: registered, or a composition (`simulation.composition`).
-
-    A composition's random stream is its base policy's, so stages that change nothing (no
-    server is ever reclaimed) leave every decision as the base policy makes it."""
-    from simulation.composition import resolve_policy
-
-    cls = resolve_policy(name)
-    values = parse_params(cls, params or {})
-    return cls(rng=random.Random(f"{cls.base_policy or cls.name}:{seed}"), **values)

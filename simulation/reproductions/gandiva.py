@@ -24,11 +24,12 @@ first 100 mini-batches come within seconds, which is why it overshoots the paper
 
 from __future__ import annotations
 
+from simulation.composition import create_policy
 from simulation.dlt_models import model_info
 from simulation.engine import EngineConfig, Simulation
 from simulation.metrics import RunResult
 from simulation.model import Workload
-from simulation.policies.base import Policy, create_policy
+from simulation.policies.base import Policy
 from simulation.reproductions import PAPERS, Progress
 from simulation.reproductions.report import Ablation, PaperReport, Row
 from simulation.workloads.gandiva_edl import (

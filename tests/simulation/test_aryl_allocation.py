@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from simulation.composition import create_policy
 from simulation.engine import EngineConfig, Simulation
 from simulation.model import ClusterSpec, InferenceLoad, JobSpec, PoolKind, PoolSpec
 from simulation.policies.aryl import Aryl
@@ -25,7 +26,6 @@ from simulation.policies.aryl_knapsack import (
     flexible_group,
     solve_multiple_choice_knapsack,
 )
-from simulation.policies.base import create_policy
 from simulation.state import JobStatus
 from simulation.view import ClusterView
 from tests.simulation.builders import GPU_TYPES, workload

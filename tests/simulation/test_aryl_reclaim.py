@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from simulation.composition import create_policy
 from simulation.decisions import Slot
 from simulation.engine import EngineConfig, Simulation
 from simulation.model import ClusterSpec, InferenceLoad, JobSpec, PoolKind, PoolSpec
-from simulation.policies.base import create_policy
 from simulation.reclaim import reclaim_strategies
 from simulation.reclaim.aryl import (
     HostedJob,

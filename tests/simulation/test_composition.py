@@ -6,6 +6,7 @@ import pytest
 
 from simulation.composition import (
     compose,
+    create_policy,
     describe_stages,
     policy_stages,
     resolve_policy,
@@ -15,7 +16,7 @@ from simulation.decisions import Launch, ReclaimPlan, Slot
 from simulation.engine import EngineConfig, Simulation
 from simulation.errors import InputError, InvalidDecision
 from simulation.model import InferenceLoad, JobSpec, PoolKind
-from simulation.policies.base import Policy, create_policy, registry
+from simulation.policies.base import Policy, registry
 from simulation.runner import engine_config, run_simulation
 from tests.simulation.builders import cluster, training_cluster, workload
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from simulation.composition import create_policy
 from simulation.decisions import Resize
 from simulation.engine import EngineConfig, Simulation
 from simulation.model import ClusterSpec, GpuType, JobSpec, PoolKind, PoolSpec, Workload
-from simulation.policies.base import create_policy
 from simulation.throughput import Amdahl, Linear, ThroughputModel
 
 

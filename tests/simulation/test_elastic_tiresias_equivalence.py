@@ -18,10 +18,10 @@ from collections.abc import Iterator
 
 import pytest
 
+from simulation.composition import create_policy
 from simulation.decisions import Decision, Launch, Preempt, Slot
 from simulation.engine import Simulation
 from simulation.model import ClusterSpec, GpuType, JobSpec, PoolKind, PoolSpec
-from simulation.policies.base import create_policy
 from simulation.policies.elastic_tiresias import ElasticTiresias, free_compaction_plan, open_pools
 from simulation.policies.tiresias import Tiresias
 from simulation.view import ClusterView

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import pytest
 
+from simulation.composition import create_policy
 from simulation.decisions import Launch, SetShare, Slot
 from simulation.engine import EngineConfig, Simulation
 from simulation.errors import InputError, InvalidDecision
 from simulation.model import InferenceLoad, JobSpec, PoolKind
-from simulation.policies import Policy, create_policy
+from simulation.policies import Policy
 from tests.simulation.builders import cluster, training_cluster, workload
 
 

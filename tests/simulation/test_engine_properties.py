@@ -7,9 +7,9 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from simulation.composition import create_policy
 from simulation.engine import Simulation
 from simulation.model import JobSpec, PoolKind
-from simulation.policies import create_policy
 from tests.simulation.builders import cluster, workload
 
 BASELINES = ["fifo", "sjf", "srtf", "srsf", "tiresias"]

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from simulation.composition import create_policy
 from simulation.decisions import Launch, Migrate, Resize, SetShare
 from simulation.engine import EngineConfig, Simulation
 from simulation.model import ClusterSpec, GpuType, JobSpec, PoolKind, PoolSpec, Workload
-from simulation.policies.base import create_policy
 from simulation.policies.gandiva_index import packing_capacity
 
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import itertools
 
+from simulation.composition import create_policy
 from simulation.decisions import Migrate
 from simulation.engine import EngineConfig, Simulation
 from simulation.model import JobSpec, Workload
-from simulation.policies.base import create_policy
 from simulation.policies.gandiva_index import ServerIndex
 from simulation.workloads.gandiva_edl import gandiva_cluster, gandiva_eight_model_workload
 from tests.simulation.test_gandiva import Recording, cluster

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 
+from simulation.composition import create_policy
 from simulation.engine import EngineConfig, Simulation
 from simulation.metrics import (
     blocking_index,
@@ -18,7 +19,6 @@ from simulation.metrics import (
     speedups,
 )
 from simulation.model import JobSpec
-from simulation.policies.base import create_policy
 from tests.simulation.builders import training_cluster, workload
 
 

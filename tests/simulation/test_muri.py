@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from simulation.composition import create_policy
 from simulation.decisions import Slot
 from simulation.engine import EngineConfig, Simulation
 from simulation.errors import InputError
@@ -24,7 +25,7 @@ from simulation.model import (
     ResourceProfile,
     Workload,
 )
-from simulation.policies.base import create_policy, registry
+from simulation.policies.base import registry
 from simulation.runner import run_simulation
 
 # Figure 4: two resources (CPU, GPU). A and C are CPU-heavy, B and D GPU-heavy (fusing A and C

@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from simulation.composition import create_policy
 from simulation.engine import EngineConfig, Simulation
 from simulation.interleaving_grouping import GroupingConfig, max_weight_pairs
 from simulation.model import JobSpec, Workload
-from simulation.policies.base import create_policy
 from tests.simulation.test_muri import GPU_BOUND, IO_BOUND, _cluster, _job
 from tests.simulation.test_sharing_equivalence import outcome, random_muri_jobs
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from simulation.composition import create_policy
 from simulation.engine import EngineConfig, Simulation
 from simulation.model import JobSpec, Workload
-from simulation.policies.base import create_policy
 from tests.simulation.test_muri import GPU_BOUND, IO_BOUND, _cluster, _job
 
 

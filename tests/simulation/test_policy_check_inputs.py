@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from simulation.cli import main
+from simulation.composition import create_policy
 from simulation.errors import InputError
 from simulation.model import JobSpec, PoolKind
-from simulation.policies.base import create_policy
 from simulation.runner import run_simulation
 from tests.simulation.builders import cluster, workload
 

@@ -10,8 +10,9 @@ import math
 
 import pytest
 
+from simulation.composition import create_policy
 from simulation.errors import InputError
-from simulation.policies.base import create_policy, registry
+from simulation.policies.base import registry
 
 
 def test_every_default_lies_within_its_bounds():

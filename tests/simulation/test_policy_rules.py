@@ -15,13 +15,13 @@ import random
 import numpy as np
 import pytest
 
+from simulation.composition import create_policy
 from simulation.decisions import Launch, Preempt, Resize, SetShare, Slot
 from simulation.engine import EngineConfig, Simulation
 from simulation.interleaving import interleaving_efficiency
 from simulation.interleaving_grouping import Bucket, GroupingConfig, multi_round_grouping
 from simulation.model import ClusterSpec, GpuType, JobSpec, PoolKind, PoolSpec, ResourceProfile
 from simulation.policies.aryl_knapsack import FlexibleGroup
-from simulation.policies.base import create_policy
 from simulation.policies.pollux_lite import noise_factor
 from simulation.policies.srtf import remaining_seconds
 from simulation.policies.themis import finish_time_fairness

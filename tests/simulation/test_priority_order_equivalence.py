@@ -20,10 +20,10 @@ from collections.abc import Iterator
 
 import pytest
 
+from simulation.composition import create_policy
 from simulation.decisions import Decision, Resize, SetShare, Slot
 from simulation.engine import EngineConfig, Simulation
 from simulation.model import JobSpec
-from simulation.policies.base import create_policy
 from simulation.policies.ordering import preemptive_schedule
 from simulation.view import ClusterView
 from tests.simulation.builders import training_cluster, workload

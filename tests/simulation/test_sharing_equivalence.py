@@ -19,11 +19,11 @@ from collections.abc import Iterator
 
 import pytest
 
+from simulation.composition import create_policy
 from simulation.decisions import Decision, Launch, Placement, SetShare
 from simulation.engine import EngineConfig, Simulation
 from simulation.model import InferenceLoad, JobSpec, PoolKind, ResourceProfile
 from simulation.policies.antman import AntMan, is_guaranteed
-from simulation.policies.base import create_policy
 from simulation.policies.muri import Muri, MuriL, MuriS
 from simulation.policies.ordering import pool_preference
 from simulation.shared_placement import fit_placement, physical_free, share_changed

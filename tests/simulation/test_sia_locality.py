@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import pytest
 
+from simulation.composition import create_policy
 from simulation.decisions import Launch
 from simulation.engine import Simulation
 from simulation.errors import InputError
 from simulation.model import ClusterSpec, GpuType, JobSpec, PoolKind, PoolSpec, Workload
-from simulation.policies.base import create_policy
 from simulation.policies.sia.sia import discounted_reservations
 from simulation.reproductions import sia as sia_reproduction
 from simulation.runner import run_simulation

@@ -11,9 +11,9 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from simulation.composition import create_policy
 from simulation.decisions import Launch
 from simulation.model import ClusterSpec, GpuType, JobSpec, PoolKind, PoolSpec, Workload
-from simulation.policies.base import create_policy
 from simulation.runner import run_simulation
 from tests.simulation.hand_states import Queued, Running, hand_state, one_round
 

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from simulation.composition import create_policy
 from simulation.engine import EngineConfig, Simulation
 from simulation.model import JobSpec, ResourceProfile, Workload
 from simulation.policies.antman import gpu_stage_fraction
-from simulation.policies.base import create_policy
 from simulation.policies.themis import auction_participants
 from simulation.runner import run_simulation
 from simulation.workloads import load_cluster_spec, load_trace

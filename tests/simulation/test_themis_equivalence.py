@@ -25,11 +25,11 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from simulation.composition import create_policy
 from simulation.decisions import Decision, Preempt
 from simulation.engine import EngineConfig, Simulation
 from simulation.model import ClusterSpec, JobSpec, PoolKind, PoolSpec
 from simulation.policies import themis
-from simulation.policies.base import create_policy
 from simulation.policies.ordering import launch_in_order, place_requested, training_capacity
 from simulation.policies.themis import (
     INDEPENDENT,

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 
+from simulation.composition import create_policy
 from simulation.engine import EngineConfig, Simulation
 from simulation.model import JobSpec
-from simulation.policies.base import create_policy
 from tests.simulation.builders import training_cluster, workload
 
 
