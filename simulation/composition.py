@@ -78,9 +78,8 @@ def stages() -> dict[str, Stage]:
 
 def policy_stages(cls: type[Policy]) -> dict[str, str]:
     """Layer -> stage name of a policy class, composed or registered."""
-    composed = getattr(cls, "composition", None)
-    if composed is not None:
-        return dict(composed)
+    if cls.composition is not None:
+        return dict(cls.composition)
     reclaim = cls.engine_defaults.get("reclaim_strategy", DEFAULT_RECLAIM)
     return {"capacity": capacity_stage_name(reclaim), **{layer: cls.name for layer in cls.layers}}
 
