@@ -3,11 +3,13 @@
 `elastic-tiresias+aryl-loan` is EDL's Elastic-Tiresias whose loaned inference servers are
 returned by Aryl's Algorithm 1 instead of SCF (the engine's default, which Elastic-Tiresias
 runs with); `muri-s+aryl-loan` interleaves jobs on training and loaned servers and returns
-them by Algorithm 1. Beside them their parts: each policy with its own capacity stage, the
-same lending nothing (`+no-loan`), and Aryl's own policy. Runs lend idle inference servers
-(Figure 1's diurnal load, peak 95 %) on the Aryl trace at `--scale` (the reproduction's
-quarter by default) with `--training-share` of its training servers (0.75: the
-reproduction's contended ablation, where loaned servers carry more of the training load).
+them by Algorithm 1; `tiresias+edl-expand` is Elastic-Tiresias without its compaction, and
+`srtf+edl-expand` SRTF with EDL's expansion. Beside them their parts: each policy with its
+own capacity stage, the same lending nothing (`+no-loan`), and Aryl's own policy. Runs lend
+idle inference servers (Figure 1's diurnal load, peak 95 %) on the Aryl trace at `--scale`
+(the reproduction's quarter by default) with `--training-share` of its training servers
+(0.75: the reproduction's contended ablation, where loaned servers carry more of the
+training load).
 
     .venv/bin/python benchmarks/bench_compositions.py --scale 0.1
 """
@@ -29,9 +31,9 @@ from simulation.workloads.aryl_trace import (  # noqa: E402
     aryl_trace_workload,
 )
 
-POLICIES = ("tiresias+no-loan", "tiresias", "tiresias+aryl-loan", "elastic-tiresias+no-loan",
-            "elastic-tiresias", "elastic-tiresias+aryl-loan", "muri-s+no-loan", "muri-s",
-            "muri-s+aryl-loan", "aryl")
+POLICIES = ("tiresias+no-loan", "tiresias", "tiresias+aryl-loan", "tiresias+edl-expand",
+            "elastic-tiresias+no-loan", "elastic-tiresias", "elastic-tiresias+aryl-loan",
+            "srtf", "srtf+edl-expand", "muri-s+no-loan", "muri-s", "muri-s+aryl-loan", "aryl")
 
 
 def main() -> None:

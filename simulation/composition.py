@@ -11,17 +11,22 @@ it takes in each, in the spirit of the Kubernetes scheduler framework's extensio
   `no-loan` lends nothing, so a comparison with it shows what loaning gives.
 - **ordering**: which jobs run and which are preempted (SRTF, 2D-LAS, finish-time fairness).
 - **allocation**: how many GPUs an elastic job gets (Aryl's knapsack, EDL's compaction).
+  `requested` runs every job at its requested size (the baselines' own); `edl-expand` gives
+  free GPUs to running elastic jobs while nothing waits (`simulation/policies/
+  edl_expansion.py`), so `srtf+edl-expand` is SRTF with EDL's expansion.
 - **placement**: which GPUs, and whether jobs share them (packing, time-slicing,
   interleaving).
 
 Every registered policy is a composition: its capacity stage is its paper's reclaim strategy
-(`Policy.engine_defaults`, else the engine's), and today each policy decides ordering,
-allocation and placement itself, as one stage named after it (`Policy.layers`). A
+(`Policy.engine_defaults`, else the engine's), and it decides the layers in `Policy.layers`
+itself, as one stage named after it: ordering, allocation and placement for the papers'
+policies, ordering and placement for the baselines (FIFO, SJF, SRTF, SRSF, Tiresias), whose
+allocation stage is `requested`. A
 composition names a policy and then the stages that replace its own, joined by `+`:
 ``elastic-tiresias+aryl-loan`` is EDL's Elastic-Tiresias whose loaned servers are returned
 by Aryl's reclaim. Each layer takes at most one stage; an unknown name or a second stage for
-a layer is refused with a message naming them. Only capacity stages exist so far: the other
-layers are still decided inside each policy.
+a layer, or a stage for a layer the policy decides itself, is refused with a message naming
+them. A stage that decides in rounds is a class mixed in before the policy (`Stage.mixin`).
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ from typing import Any
 
 from simulation.errors import InputError
 from simulation.policies.base import Policy, parse_params, registry
+from simulation.policies.edl_expansion import EdlExpansion
 from simulation.reclaim import reclaim_strategies
 
 LAYERS = ("capacity", "ordering", "allocation", "placement")
@@ -44,12 +50,14 @@ DEFAULT_RECLAIM = "scf"  # EngineConfig.reclaim_strategy's default
 
 @dataclass(frozen=True, slots=True)
 class Stage:
-    """One named stage of one layer; `engine_settings` are what it sets on the engine."""
+    """One named stage of one layer: what it sets on the engine (`engine_settings`), and the
+    class mixed in before the policy it extends when it decides in rounds (`mixin`)."""
 
     layer: str
     name: str
     description: str
     engine_settings: Mapping[str, Any]
+    mixin: type | None = None
 
 
 def capacity_stage_name(reclaim_strategy: str) -> str:
@@ -71,9 +79,16 @@ def capacity_stages() -> dict[str, Stage]:
     return stages
 
 
+REQUESTED = Stage("allocation", "requested", "Every job runs at its requested size.", {})
+EDL_EXPAND = Stage("allocation", "edl-expand", "EDL's expansion (TPDS'22 §5.1, Algorithm 1 "
+                   "lines 7-13): free GPUs go to running elastic jobs while nothing waits, "
+                   "and come back when a job waits; stop-free scaling (§4.2).",
+                   {"scaling_mode": "stop-free"}, EdlExpansion)
+
+
 def stages() -> dict[str, Stage]:
     """Every stage a composition may name after its policy."""
-    return capacity_stages()
+    return {**capacity_stages(), REQUESTED.name: REQUESTED, EDL_EXPAND.name: EDL_EXPAND}
 
 
 def policy_stages(cls: type[Policy]) -> dict[str, str]:
@@ -81,7 +96,10 @@ def policy_stages(cls: type[Policy]) -> dict[str, str]:
     if cls.composition is not None:
         return dict(cls.composition)
     reclaim = cls.engine_defaults.get("reclaim_strategy", DEFAULT_RECLAIM)
-    return {"capacity": capacity_stage_name(reclaim), **{layer: cls.name for layer in cls.layers}}
+    chosen = {"capacity": capacity_stage_name(reclaim)}
+    for layer in LAYERS[1:]:
+        chosen[layer] = cls.name if layer in cls.layers else REQUESTED.name
+    return chosen
 
 
 def resolve_policy(name: str) -> type[Policy]:
@@ -112,6 +130,7 @@ def _compose(name: str) -> type[Policy]:
     layers = policy_stages(base)
     replaced: dict[str, str] = {}
     engine_defaults = dict(base.engine_defaults)
+    mixins: list[type] = []
     for stage_name in stage_names:
         stage = known.get(stage_name)
         if stage is None:
@@ -120,10 +139,16 @@ def _compose(name: str) -> type[Policy]:
         if stage.layer in replaced:
             raise InputError(f"{name!r}: stages {replaced[stage.layer]!r} and {stage_name!r} "
                              f"both take the {stage.layer} layer", field="policy")
+        if stage.layer in base.layers:
+            raise InputError(f"{name!r}: policy {base_name!r} decides {stage.layer} itself; "
+                             f"it cannot take the {stage.layer} stage {stage_name!r}",
+                             field="policy")
         replaced[stage.layer] = stage_name
         engine_defaults.update(stage.engine_settings)
+        if stage.mixin is not None:
+            mixins.append(stage.mixin)
     layers.update(replaced)
-    return type(base.__name__ + "Composed", (base,), {
+    return type(base.__name__ + "Composed", (*mixins, base), {
         "name": name,
         "description": f"{base.description} With " + ", ".join(
             f"{layer} stage {stage!r}" for layer, stage in replaced.items()) + ".",
@@ -181,3 +206,16 @@ def compose(base: str, added: Mapping[str, str]) -> str:
     name = SEPARATOR.join([base, *extra])
     resolve_policy(name)
     return name
+
+
+def open_layers(cls: type[Policy]) -> dict[str, list[str]]:
+    """Per layer the policy does not decide itself, the stages it may take there, its own
+    first: what a builder offers beside the policy."""
+    own = policy_stages(cls)
+    offered: dict[str, list[str]] = {}
+    for stage in stages().values():
+        if stage.layer not in cls.layers:
+            offered.setdefault(stage.layer, [own[stage.layer]])
+            if stage.name != own[stage.layer]:
+                offered[stage.layer].append(stage.name)
+    return offered

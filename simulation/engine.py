@@ -429,7 +429,8 @@ class Simulation:
             for decision in decisions:
                 self.apply(decision)
         except InvalidDecision as exc:
-            raise InvalidDecision(f"{stage_label(type(self.policy), 'ordering')}: {exc}") from exc
+            label = stage_label(type(self.policy), self.policy.deciding_layer)
+            raise InvalidDecision(f"{label}: {exc}") from exc
 
     # -- decisions --------------------------------------------------------------------------
 

@@ -9,6 +9,7 @@ so a scenario records only what the user changed.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from typing import Any
 
 from django import forms
@@ -19,9 +20,8 @@ from planner.scenarios import selectors as scenario_selectors
 from planner.scenarios.inputs import VARIANT_AXES
 from planner.scenarios.models import Scenario
 from simulation.composition import (
-    capacity_stages,
     compose,
-    policy_stages,
+    open_layers,
     resolve_policy,
     split_composition,
 )
@@ -72,6 +72,14 @@ def param_field_name(policy: str, param: str) -> str:
 
 def stage_field_name(policy: str, layer: str) -> str:
     return f"stage__{policy}__{layer}"
+
+
+_STAGE_HELP = {
+    "capacity": "which on-loan servers go back when inference reclaims them; each "
+                "combination of stages ticked is a run of this policy",
+    "allocation": "how many GPUs an elastic job gets; each combination of stages ticked is "
+                  "a run of this policy",
+}
 
 
 def policy_group(paper: str) -> str:
@@ -172,33 +180,31 @@ class ScenarioBuilderForm(forms.Form):
             for p in scenario_selectors.inference_load_list()[:_STORED_CHOICES]]
         self.fields["policies"].choices = [(p["name"], p["name"]) for p in self.catalog]
         self.declared = {name: {p.name: p for p in cls.params} for name, cls in policies.items()}
-        capacity = list(capacity_stages().values())
+        self.layers = {name: open_layers(cls) for name, cls in policies.items()}
         for policy, params in self.declared.items():
             for param in params.values():
                 self.fields[param_field_name(policy, param.name)] = _param_field(param)
-            own = policy_stages(policies[policy])["capacity"]
-            self.fields[stage_field_name(policy, "capacity")] = forms.MultipleChoiceField(
-                required=False, label="Capacity stages", initial=[own],
-                widget=forms.CheckboxSelectMultiple,
-                choices=[(own, f"{own} (its own)")] + [
-                    (stage.name, stage.name) for stage in capacity if stage.name != own],
-                help_text="which on-loan servers go back when inference reclaims them; "
-                          "each one ticked is a run of this policy with it")
+            for layer, (own, *others) in self.layers[policy].items():
+                self.fields[stage_field_name(policy, layer)] = forms.MultipleChoiceField(
+                    required=False, label=f"{layer.capitalize()} stages", initial=[own],
+                    widget=forms.CheckboxSelectMultiple,
+                    choices=[(own, f"{own} (its own)")] + [(s, s) for s in others],
+                    help_text=_STAGE_HELP[layer])
 
     def policy_groups(self) -> list[dict[str, Any]]:
         """Per paper, its policies: checkbox, one-line description, paper, parameter inputs."""
         boxes = {box.data["value"]: box for box in self["policies"]}
         groups: dict[str, list[dict[str, Any]]] = {}
         for p in self.catalog:
-            stages = self[stage_field_name(p["name"], "capacity")]
+            stages = [self[stage_field_name(p["name"], layer)] for layer in self.layers[p["name"]]]
             groups.setdefault(policy_group(self.papers[p["name"]]), []).append({
                 "name": p["name"], "description": p["description"],
                 "paper": self.papers[p["name"]], "checkbox": boxes[p["name"]],
                 "params": [self[param_field_name(p["name"], q["name"])] for q in p["params"]],
-                "stages": [stages],
+                "stages": stages,
                 # open when another stage than the policy's own is ticked, so it is seen
-                "stages_changed": (stages.value() or [])
-                != self.fields[stages.name].initial})
+                "stages_changed": any((field.value() or []) != self.fields[field.name].initial
+                                      for field in stages)})
         return [{"paper": paper, "policies": groups[paper]} for paper in PAPER_GROUPS
                 if paper in groups]
 
@@ -277,9 +283,11 @@ class ScenarioBuilderForm(forms.Form):
                 if value is None or value == "" or value == param.default:
                     continue
                 params[name] = value
-            for stage in data.get(stage_field_name(base, "capacity")) or [""]:
+            ticked = [[(layer, stage) for stage in data.get(stage_field_name(base, layer)) or
+                       [own]] for layer, (own, *_) in self.layers[base].items()]
+            for chosen in itertools.product(*ticked):
                 try:
-                    policy = compose(base, {"capacity": stage})
+                    policy = compose(base, dict(chosen))
                     split_settings(policy, {**engine, **params})
                 except InputError as exc:
                     target = param_field_name(base, exc.field or "")
@@ -292,7 +300,12 @@ class ScenarioBuilderForm(forms.Form):
 
 def builder_initial(*, scenario: Scenario) -> dict[str, Any]:
     """The builder's initial values that recreate `scenario`'s inputs (its stored cluster,
-    workload and load; its policies, parameters, seeds and settings): "Clone"."""
+    workload and load; its policies, parameters, seeds and settings): "Clone".
+
+    The builder runs a policy with every combination of the stages ticked for it, one box
+    set per layer, so entries of one policy that are not such a product (srtf and
+    srtf+aryl-loan+edl-expand) come back as their product, and entries of one policy with
+    different parameters share the last one's."""
     initial: dict[str, Any] = {
         "name": f"{scenario.name} (copy)"[:200], "cluster": str(scenario.cluster_id),
         "workload_source": "stored", "workload_stored": str(scenario.workload_id),
@@ -306,9 +319,10 @@ def builder_initial(*, scenario: Scenario) -> dict[str, Any]:
         base, added = split_composition(entry["policy"])
         if base not in initial["policies"]:
             initial["policies"].append(base)
-        own = policy_stages(resolve_policy(base))["capacity"]
-        initial.setdefault(stage_field_name(base, "capacity"), []).append(
-            added.get("capacity", own))
+        for layer, (own, *_) in open_layers(resolve_policy(base)).items():
+            ticked = initial.setdefault(stage_field_name(base, layer), [])
+            if added.get(layer, own) not in ticked:
+                ticked.append(added.get(layer, own))
         declared = {p.name: p for p in resolve_policy(base).params}
         for name, value in entry["params"].items():
             param = declared.get(name)

@@ -100,6 +100,8 @@ class Policy:
     # Set on a composition's class: layer -> stage name, and the registered policy it extends.
     composition: ClassVar[Mapping[str, str] | None] = None
     base_policy: ClassVar[str | None] = None
+    # The layer whose stage is deciding now, for the engine's errors (a stage mixed in sets it).
+    deciding_layer = "ordering"
 
     def __init__(self, *, rng: random.Random | None = None, **values: Any) -> None:
         self.rng = rng or random.Random(0)

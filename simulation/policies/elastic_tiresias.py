@@ -13,14 +13,11 @@ low-priority jobs", EDL §1), and expansion after it.
   m GPUs per machine). The GPUs taken are those whose loss costs the least relative
   throughput, (S(p) - S(p-1)) / S(p) under the run's scaling curves, so the efficiency gain
   1 - Σ loss is maximal (Gain(J, r_j, G_i)); J starts only when that gain is positive.
-- Expansion (lines 7-13), when nothing waits: every free GPU goes to the running elastic job
-  with the largest relative gain (S(p+1) - S(p)) / S(p), subject to the same locality rule
-  (a job may add a machine only while it spans at most ⌈p/m⌉ machines).
+- Expansion (lines 7-13), when nothing waits, and the return of expanded GPUs when a job
+  waits: `edl_expansion.py`, shared with the allocation stage `edl-expand` that adds them to
+  other policies.
 
 Choices where the paper is silent, and why:
-- GPUs added by expansion are opportunistic (marked `flexible`): when a job waits, expanded
-  jobs first give back what they hold beyond their requested size (graceful scale-in), so
-  Tiresias preempts nobody merely because it was expanded.
 - Inelastic jobs (`max_workers == min_workers`) are never resized.
 - Resize costs come from the engine's overhead model; EDL's own stop-free scaling (§4.2) is
   the default (`engine_defaults`), `scaling_mode=stop-resume` the paper's comparison.
@@ -43,36 +40,16 @@ from collections.abc import Iterator
 from simulation.decisions import Decision, Launch, Placement, Resize, Slot
 from simulation.model import JobSpec, PoolSpec
 from simulation.policies.base import Param, register
+from simulation.policies.edl_expansion import (
+    build_placement,
+    expand,
+    gpus_per_server,
+    relative_gain,
+    return_expansion,
+)
 from simulation.policies.ordering import pool_preference
 from simulation.policies.tiresias import Tiresias
 from simulation.view import ClusterView, JobView
-
-
-def gpus_per_server(placement: Placement) -> dict[str, int]:
-    """GPUs per server of `placement`, merging a server's base and flexible slots."""
-    counts: dict[str, int] = {}
-    for slot in placement:
-        counts[slot.server] = counts.get(slot.server, 0) + slot.gpus
-    return counts
-
-
-def build_placement(counts: dict[str, int], spec: JobSpec) -> Placement:
-    """Slots for `counts`: up to the requested GPUs are base, the rest `flexible`.
-
-    Servers holding more of the job come first so the base part stays consolidated.
-    """
-    base_left = min(spec.num_gpus, sum(counts.values()))
-    slots: list[Slot] = []
-    for server, gpus in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
-        if gpus <= 0:
-            continue
-        base = min(gpus, base_left)
-        base_left -= base
-        if base:
-            slots.append(Slot(server, base))
-        if gpus > base:
-            slots.append(Slot(server, gpus - base, True))
-    return tuple(slots)
 
 
 def open_pools(view: ClusterView, gpu_type: str | None) -> list[PoolSpec]:
@@ -225,15 +202,10 @@ class WaitingIndex:
         self._entries -= 1
 
 
-def relative_gain(view: ClusterView, spec: JobSpec, gpus: int, delta: int) -> float:
-    """(S(gpus + delta) - S(gpus)) / S(gpus): EDL's relative throughput change."""
-    now = view.throughput.speedup(spec.model, gpus)
-    return (view.throughput.speedup(spec.model, gpus + delta) - now) / now if now else math.inf
-
-
 @register
 class ElasticTiresias(Tiresias):
     name = "elastic-tiresias"
+    layers = ("ordering", "allocation", "placement")  # EDL's compaction and expansion
     description = "Tiresias with EDL compaction (scale-in under load) and expansion."
     paper = "EDL TPDS'22 §5.1 Algorithm 1, §6.3 (N=10, r=0.5)"
     params = (
@@ -255,7 +227,7 @@ class ElasticTiresias(Tiresias):
         self._waiting.sync(view)
         elastic = self._waiting.has_elastic(view)  # without, neither expansion has work
         if view.queue and elastic:
-            yield from self._return_expansion(view)
+            yield from return_expansion(view)
         if len(view.queue) > self.compaction_threshold:
             if elastic or self.promote_knob > 0 or not view.queue_in_submit_order():
                 yield from self._compact(view)
@@ -263,73 +235,13 @@ class ElasticTiresias(Tiresias):
                 yield from self._compact_from_free(view)
         yield from super().schedule(view)
         if not view.queue and elastic:
-            yield from self._expand(view)
+            yield from expand(view)
 
     def min_gpus(self, spec: JobSpec) -> int:
         """The job's minimum parallelism min_j in GPUs (whole workers)."""
         w = spec.gpus_per_worker
         qos = math.ceil(self.qos_ratio * spec.num_gpus / w) * w
         return max(spec.min_gpus, min(qos, spec.num_gpus))
-
-    # -- expansion ------------------------------------------------------------------------
-
-    def _return_expansion(self, view: ClusterView) -> Iterator[Decision]:
-        for job in list(view.running.values()):
-            extra = job.gpus - job.spec.num_gpus
-            if extra > 0 and job.spec.elastic:
-                counts = gpus_per_server(job.placement)
-                for slot in job.placement:  # flexible slots first, then the smallest
-                    if extra <= 0:
-                        break
-                    if slot.flexible:
-                        take = min(slot.gpus, extra)
-                        counts[slot.server] -= take
-                        extra -= take
-                for server in sorted(counts, key=lambda s: (counts[s], s)):
-                    take = min(counts[server], extra)
-                    counts[server] -= take
-                    extra -= take
-                yield Resize(job.job_id, build_placement(counts, job.spec))
-
-    def _expand(self, view: ClusterView) -> Iterator[Decision]:
-        candidates = [
-            job for job in view.running.values()
-            if job.spec.elastic and job.gpus < job.spec.max_gpus
-        ]
-        if not candidates:
-            return
-        counts = {job.job_id: gpus_per_server(job.placement) for job in candidates}
-        held = {job.job_id: job.gpus for job in candidates}
-        pools = {job.job_id: set(pool_preference(view, job.spec)) for job in candidates}
-        free = {sid: s.free for sid, s in view.servers.items() if s.available and s.free > 0}
-        order = {job.job_id: i for i, job in enumerate(candidates)}
-        by_id = {job.job_id: job for job in candidates}
-        for sid in sorted(free):
-            server = view.servers[sid]
-            while True:
-                best: tuple[float, int, str] | None = None
-                for job_id, job in by_id.items():
-                    w = job.spec.gpus_per_worker
-                    if held[job_id] + w > job.spec.max_gpus or free[sid] < w:
-                        continue
-                    if server.pool not in pools[job_id]:
-                        continue
-                    spans = len(counts[job_id]) + (sid not in counts[job_id])
-                    if spans > math.ceil((held[job_id] + w) / server.gpus):
-                        continue
-                    key = (-relative_gain(view, job.spec, held[job_id], w), order[job_id], job_id)
-                    if best is None or key < best:
-                        best = key
-                if best is None or best[0] >= 0:
-                    break
-                job_id = best[2]
-                w = by_id[job_id].spec.gpus_per_worker
-                counts[job_id][sid] = counts[job_id].get(sid, 0) + w
-                held[job_id] += w
-                free[sid] -= w
-        for job in candidates:
-            if held[job.job_id] != job.gpus:
-                yield Resize(job.job_id, build_placement(counts[job.job_id], job.spec))
 
     # -- compaction -----------------------------------------------------------------------
 

@@ -15,6 +15,7 @@ from simulation.view import ClusterView
 class Fifo(Policy):
     interval = None
     name = "fifo"
+    layers = ("ordering", "placement")  # allocation: every job at its requested size
     description = "First in, first out; non-preemptive; optional backfilling."
     params = (Param("backfill", bool, False, "let later jobs start when the head does not fit"),)
     backfill: bool

@@ -16,6 +16,7 @@ from simulation.view import ClusterView
 class ShortestJobFirst(Policy):
     interval = None
     name = "sjf"
+    layers = ("ordering", "placement")  # allocation: every job at its requested size
     description = "Shortest job first by predicted duration; non-preemptive."
 
     def __init__(self, **values: object) -> None:

@@ -46,6 +46,7 @@ def srsf_factors(job: JobView) -> tuple[float, float]:
 class ShortestRemainingTime(Policy):
     interval = None  # the order between running and queued jobs only changes at events
     name = "srtf"
+    layers = ("ordering", "placement")  # allocation: every job at its requested size
     description = "Shortest remaining time first; preemptive."
 
     def __init__(self, **values: object) -> None:
@@ -61,6 +62,7 @@ class ShortestRemainingTime(Policy):
 class ShortestRemainingService(Policy):
     interval = None
     name = "srsf"
+    layers = ("ordering", "placement")  # allocation: every job at its requested size
     description = "Shortest remaining service (time × GPUs) first; preemptive."
 
     def __init__(self, **values: object) -> None:

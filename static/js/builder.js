@@ -16,13 +16,18 @@
     });
   });
 
-  // Each ticked policy runs once per capacity stage ticked for it (none ticked: its own).
+  // Each ticked policy runs once per combination of the stages ticked for it, one box set
+  // per layer (none ticked in a layer: its own stage).
   function runCount() {
     var policies = 0;
     form.querySelectorAll("input[name='policies']:checked").forEach(function (box) {
-      var stages = form.querySelectorAll(
-        "input[name='stage__" + box.value + "__capacity']:checked").length;
-      policies += Math.max(stages, 1);
+      var combinations = 1;
+      ["capacity", "allocation"].forEach(function (layer) {
+        var ticked = form.querySelectorAll(
+          "input[name='stage__" + box.value + "__" + layer + "']:checked").length;
+        combinations *= Math.max(ticked, 1);
+      });
+      policies += combinations;
     });
     var seeds = form.querySelector("input[name='seeds']").value.split(/[,;]/)
       .filter(function (part) { return part.trim() !== ""; }).length;

@@ -12,7 +12,7 @@ from simulation.composition import (
     resolve_policy,
     split_composition,
 )
-from simulation.decisions import Launch, ReclaimPlan, Slot
+from simulation.decisions import Launch, ReclaimPlan, Resize, Slot
 from simulation.engine import EngineConfig, Simulation
 from simulation.errors import InputError, InvalidDecision
 from simulation.model import InferenceLoad, JobSpec, PoolKind
@@ -26,6 +26,9 @@ def test_a_composition_takes_its_policy_and_the_stages_it_names() -> None:
     assert cls.composition == {"capacity": "aryl-loan", "ordering": "elastic-tiresias",
                                "allocation": "elastic-tiresias",
                                "placement": "elastic-tiresias"}
+    assert resolve_policy("srtf+edl-expand").composition == {
+        "capacity": "scf-loan", "ordering": "srtf", "allocation": "edl-expand",
+        "placement": "srtf"}
     # EDL's own stop-free scaling stays; the capacity stage sets Aryl's reclaim.
     assert cls.engine_defaults == {"scaling_mode": "stop-free", "reclaim_strategy": "aryl"}
     assert cls.base_policy == "elastic-tiresias"
@@ -37,7 +40,7 @@ def test_every_registered_policy_names_its_paper_reclaim_as_its_capacity_stage()
     assert policy_stages(registry()["aryl"])["capacity"] == "aryl-loan"
     assert policy_stages(registry()["srtf"])["capacity"] == "scf-loan"  # the engine default
     assert describe_stages(registry()["srtf"]) == (
-        "capacity: scf-loan, ordering+allocation+placement: srtf")
+        "capacity: scf-loan, ordering+placement: srtf, allocation: requested")
 
 
 def test_compose_drops_a_stage_the_policy_already_has() -> None:
@@ -137,6 +140,57 @@ def test_a_capacity_stage_changes_nothing_where_nothing_is_reclaimed(policy: str
 def test_a_composition_draws_from_its_policys_random_stream() -> None:
     draws = [create_policy(name, seed=3).rng.random() for name in ("themis", "themis+aryl-loan")]
     assert draws[0] == draws[1]
+
+
+def _one_elastic_one_waiting() -> tuple:
+    """One 4-GPU server; A elastic (1 to 4 workers of 1 GPU) asks for 1 GPU and 1000 s; B
+    (2 GPUs, 100 s) arrives at 100 s. Linear scaling."""
+    return training_cluster(1, 4), workload(
+        JobSpec("A", 0, 1, 1000, min_workers=1, max_workers=4), JobSpec("B", 100, 2, 100))
+
+
+def test_edl_expand_gives_srtf_s_elastic_job_the_gpus_nobody_waits_for() -> None:
+    """Free resizes (`scaling_mode=none`) to check the allocation rule alone. A starts on 1
+    GPU and expands to 4 (400 done at 100 s). B waits, so A returns to 1; SRTF starts B (100 <
+    600 left) and A expands into the last free GPU: 2 GPUs, 200 done by 200 s. B ends and A
+    takes 4 again: 400 / 4, ends at 300. Plain SRTF: A ends at 1000. B is not delayed."""
+    cluster, jobs = _one_elastic_one_waiting()
+    plain = run_simulation(cluster, jobs, "srtf")
+    expanded = run_simulation(cluster, jobs, "srtf+edl-expand",
+                              settings={"scaling_mode": "none"})
+    assert {row["job_id"]: row["end"] for row in plain.jobs} == {"A": 1000.0, "B": 200.0}
+    assert {row["job_id"]: row["end"] for row in expanded.jobs} == {"A": 300.0, "B": 200.0}
+    assert expanded.summary["scaling_ops"] == 4  # grow at 0, back and grow at 100, grow at 200
+
+
+def test_edl_expand_brings_edl_s_stop_free_scaling() -> None:
+    """The stage's default mechanism (EDL §4.2): a scale-out keeps the old workers training
+    while the new ones prepare (30 s), then all stop 0.5 s; a scale-in stops nobody.
+    0-30 at 1 GPU (30), 30.5-100 at 4 (278): 308. 100-130 at 1 (30), 130.5-200 at 2 (139):
+    477. 200-230 at 2 (60), then 463 left at 4 GPUs from 230.5: ends at 346.25."""
+    cluster, jobs = _one_elastic_one_waiting()
+    result = run_simulation(cluster, jobs, "srtf+edl-expand")
+    assert result.summary["engine"]["scaling_mode"] == "stop-free"
+    assert {row["job_id"]: row["end"] for row in result.jobs} == {"A": 346.25, "B": 200.0}
+
+
+def test_a_stage_for_a_layer_the_policy_decides_is_refused() -> None:
+    with pytest.raises(InputError, match="policy 'elastic-tiresias' decides allocation itself"):
+        resolve_policy("elastic-tiresias+edl-expand")
+    assert describe_stages(registry()["elastic-tiresias"]) == (
+        "capacity: scf-loan, ordering+allocation+placement: elastic-tiresias")
+
+
+def test_an_invalid_decision_of_an_allocation_stage_names_it(monkeypatch) -> None:
+    def resize_onto_nowhere(view):
+        for job_id in view.running:
+            yield Resize(job_id, (Slot("nowhere", 2),))
+
+    monkeypatch.setattr("simulation.policies.edl_expansion.expand", resize_onto_nowhere)
+    cluster, jobs = _one_elastic_one_waiting()
+    with pytest.raises(InvalidDecision, match=r"^stage 'edl-expand' \(allocation\) of policy "
+                                              r"'srtf\+edl-expand': "):
+        run_simulation(cluster, jobs, "srtf+edl-expand")
 
 
 class _PlacesOnNoServer(Policy):

@@ -22,6 +22,7 @@ from simulation.composition import create_policy
 from simulation.decisions import Decision, Launch, Preempt, Slot
 from simulation.engine import Simulation
 from simulation.model import ClusterSpec, GpuType, JobSpec, PoolKind, PoolSpec
+from simulation.policies.edl_expansion import expand, return_expansion
 from simulation.policies.elastic_tiresias import ElasticTiresias, free_compaction_plan, open_pools
 from simulation.policies.tiresias import Tiresias
 from simulation.view import ClusterView
@@ -40,7 +41,7 @@ class ElasticTiresiasByDefinition(ElasticTiresias):
 
     def schedule(self, view: ClusterView) -> Iterator[Decision]:
         if view.queue:
-            yield from self._return_expansion(view)
+            yield from return_expansion(view)
         if len(view.queue) > self.compaction_threshold:
             waiting = sorted(view.queue.values(),
                              key=lambda j: (self.queue_index(view, j), j.submit_time))
@@ -51,7 +52,7 @@ class ElasticTiresiasByDefinition(ElasticTiresias):
                     yield Launch(job.job_id, plan[1])
         yield from Tiresias.schedule(self, view)
         if not view.queue:
-            yield from self._expand(view)
+            yield from expand(view)
 
 
 def random_jobs(seed: int, *, elastic: bool, typed: bool, count: int = 70) -> list[JobSpec]:

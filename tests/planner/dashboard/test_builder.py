@@ -193,6 +193,20 @@ def test_each_capacity_stage_ticked_for_a_policy_is_an_entry_of_its_own(planner)
         "elastic-tiresias", "elastic-tiresias+aryl-loan", "aryl", "aryl+no-loan"]
 
 
+def test_a_baseline_offers_allocation_stages_and_runs_each_combination(planner):
+    """SRTF runs jobs at their requested size, so it also offers EDL's expansion; the papers'
+    policies decide their allocation themselves and offer no such boxes."""
+    html = planner.get(NEW).content.decode()
+    assert 'name="stage__srtf__allocation" value="edl-expand"' in html
+    assert 'name="stage__aryl__allocation"' not in html
+    response = planner.post(NEW, _data(policies=["srtf"], **{
+        "stage__srtf__capacity": ["scf-loan", "no-loan"],
+        "stage__srtf__allocation": ["requested", "edl-expand"]}))
+    assert response.status_code == 302, response.context["form"].errors
+    assert [e["policy"] for e in Scenario.objects.get().policies] == [
+        "srtf", "srtf+edl-expand", "srtf+no-loan", "srtf+no-loan+edl-expand"]
+
+
 def test_policies_are_grouped_by_paper_in_the_papers_order(planner):
     groups = ScenarioBuilderForm().policy_groups()
     assert [g["paper"] for g in groups] == ["Baselines", "Aryl", "EDL", "Gandiva", "Muri",
