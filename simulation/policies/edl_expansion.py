@@ -22,7 +22,8 @@ import math
 from collections.abc import Iterator
 
 from simulation.decisions import Decision, Placement, Resize, Slot
-from simulation.model import JobSpec
+from simulation.errors import InputError
+from simulation.model import ClusterSpec, JobSpec, Workload
 from simulation.policies.ordering import pool_preference
 from simulation.view import ClusterView
 
@@ -126,9 +127,19 @@ def expand(view: ClusterView) -> Iterator[Decision]:
 class EdlExpansion:
     """The allocation stage `edl-expand`, mixed in before the policy it extends: return,
     the policy's own decisions, expand. Rounds without an elastic job running pass straight
-    to the policy. While it decides, `deciding_layer` names its layer for engine errors."""
+    to the policy. While it decides, `deciding_layer` names its layer for engine errors.
+
+    SIA's `locality=cells` keeps every job in a buddy cell of its requested width, which an
+    expanded job would leave: refused before the run."""
 
     deciding_layer = "ordering"
+
+    def check_inputs(self, cluster: ClusterSpec, workload: Workload) -> None:
+        super().check_inputs(cluster, workload)  # type: ignore[misc]  # the policy's own
+        if getattr(self, "locality", None) == "cells":
+            name = getattr(self, "name", "policy")
+            raise InputError(f"{name}: locality=cells runs every job in a buddy cell of its "
+                             "requested width, which edl-expand would leave", field="locality")
 
     def schedule(self, view: ClusterView) -> Iterator[Decision]:
         elastic = any(job.spec.elastic for job in view.running.values())

@@ -8,11 +8,13 @@ derandomised cases to exercise the out-of-order starts the rule is about.
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simulation.composition import create_policy
 from simulation.decisions import Launch
+from simulation.errors import InputError
 from simulation.model import ClusterSpec, GpuType, JobSpec, PoolKind, PoolSpec, Workload
 from simulation.runner import run_simulation
 from tests.simulation.hand_states import Queued, Running, hand_state, one_round
@@ -102,3 +104,62 @@ def test_theorem_1_sia_vc_never_slows_a_job_against_fcfs_pools(specs):
     fcfs = {r["job_id"]: r["jct"] for r in run_simulation(three_queues(), w, "fcfs-pools").jobs}
     vc = {r["job_id"]: r["jct"] for r in run_simulation(three_queues(), w, "sia-vc").jobs}
     assert all(vc[j] <= fcfs[j] + 1e-6 for j in fcfs)
+
+
+elastic_jobs_strategy = st.lists(
+    st.tuples(
+        st.integers(1, 3),  # queue
+        st.integers(0, 24).map(lambda k: 10 * k),  # submit minute, 0 to 4 h
+        st.sampled_from([1, 2, 4]),  # width
+        st.integers(1, 36).map(lambda k: 5 * k),  # duration minutes, 5 min to 3 h
+        st.booleans(),  # elastic: half its width to 4 workers
+    ),
+    min_size=6,
+    max_size=16,
+)
+
+
+def _elastic_workload(specs) -> Workload:
+    jobs = [JobSpec(f"j{i}", minute * MIN, width, minutes * MIN, pool=f"q{q}",
+                    preemptible=False, min_workers=max(1, width // 2) if elastic else 0,
+                    max_workers=4 if elastic else 0)
+            for i, (q, minute, width, minutes, elastic) in enumerate(specs)]
+    return Workload(tuple(sorted(jobs, key=lambda s: s.submit_time)), source="property")
+
+
+@settings(max_examples=100, deadline=None, derandomize=True)
+@given(elastic_jobs_strategy)
+def test_theorem_1_survives_edl_expansion_with_stop_free_scaling(specs):
+    """Issue #20: SIA's lending with EDL's elastic allocation (`sia-vc+edl-expand`, stop-free
+    scaling, EDL §4.2) still completes no job later than fcfs-pools. An expanded job gives its
+    extra GPUs back in the round a job waits (a scale-in that stops nobody), so SIA-VC plans
+    every waiting job against the cluster it would have had; a scale-out only adds work done.
+    """
+    w = _elastic_workload(specs)
+    fcfs = {r["job_id"]: r["jct"] for r in run_simulation(three_queues(), w, "fcfs-pools").jobs}
+    vc = {r["job_id"]: r["jct"] for r in
+          run_simulation(three_queues(), w, "sia-vc+edl-expand").jobs}
+    assert all(vc[j] <= fcfs[j] + 1e-6 for j in fcfs)
+
+
+def test_theorem_1_does_not_survive_stop_resume_scaling():
+    """With stop-resume scaling every resize stops the job's workers (45 s), and an expansion
+    that is handed back soon after costs more than it gained (EDL §2.3: stop-resume can lose
+    to not scaling). Found by the search above with stop-resume: j6 (q2, 2 to 4 GPUs, 125
+    min) starts at 170 min under both policies and ends 37.5 s later than fcfs-pools'."""
+    specs = [(2, 140, 1, 130, False), (2, 160, 1, 175, True), (3, 140, 2, 20, False),
+             (3, 60, 2, 75, True), (1, 50, 1, 65, False), (2, 200, 2, 70, True),
+             (2, 170, 2, 125, True), (3, 200, 1, 60, True)]
+    w = _elastic_workload(specs)
+    fcfs = {r["job_id"]: r for r in run_simulation(three_queues(), w, "fcfs-pools").jobs}
+    for mode, late in (("stop-free", False), ("stop-resume", True)):
+        vc = {r["job_id"]: r for r in run_simulation(
+            three_queues(), w, "sia-vc+edl-expand", settings={"scaling_mode": mode}).jobs}
+        assert (vc["j6"]["end"] > fcfs["j6"]["end"] + 1e-6) is late
+        assert vc["j6"]["start"] == fcfs["j6"]["start"] == 170 * MIN
+
+
+def test_edl_expand_refuses_sia_cells():
+    with pytest.raises(InputError, match="locality=cells runs every job in a buddy cell"):
+        run_simulation(three_queues(), _elastic_workload([(1, 0, 1, 10, True)]),
+                       "sia+edl-expand", settings={"locality": "cells"})

@@ -34,7 +34,10 @@ def queue_quotas(cluster: ClusterSpec) -> dict[str, int]:
 
 
 class QueuePolicy(Policy):
-    """A policy that schedules the cluster's queues: it cannot run on a cluster without one."""
+    """A policy that schedules the cluster's queues: it cannot run on a cluster without one.
+    Its jobs run at their requested size (allocation stage `requested`, or `edl-expand`)."""
+
+    layers = ("ordering", "placement")
 
     def check_inputs(self, cluster: ClusterSpec, workload: Workload) -> None:
         if not queue_quotas(cluster):

@@ -30,6 +30,7 @@ from simulation.view import ClusterView
 @register
 class HiveD(QueuePolicy):
     name = "hived"
+    layers = ("ordering", "allocation", "placement")  # buddy cells hold a job's requested width
     description = "HiveD*: buddy cells, quota as cells, idle cells lent greedily, no preemption."
     paper = "SIA §6.1, §6.4 (HiveD*); HiveD OSDI'20"
     interval = None
