@@ -12,28 +12,68 @@ idle inference servers (Figure 1's diurnal load, peak 95 %) on the Aryl trace at
 training load).
 
     .venv/bin/python benchmarks/bench_compositions.py --scale 0.1
+
+`--sia` runs SIA's lending with EDL's expansion instead: §6.1's 4-queue, 3-day workload
+(closed-loop users, a clock per queue) with `--elastic-share` of its jobs made elastic (half
+to twice their workers), speedups against fcfs-pools, the production scheduler.
 """
 
 from __future__ import annotations
 
 import argparse
+import random
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from simulation.composition import describe_stages, resolve_policy  # noqa: E402
+from simulation.metrics import speedups  # noqa: E402
+from simulation.model import Workload  # noqa: E402
+from simulation.reproductions.sia import setup as sia_setup  # noqa: E402
 from simulation.runner import run_simulation  # noqa: E402
 from simulation.workloads.aryl_trace import (  # noqa: E402
     ArylTraceSpec,
     aryl_cluster,
     aryl_trace_workload,
 )
+from simulation.workloads.sia import generate_sia_workload, sia_cluster  # noqa: E402
 
 POLICIES = ("tiresias+no-loan", "tiresias", "tiresias+aryl-loan", "tiresias+edl-expand",
             "elastic-tiresias+no-loan", "elastic-tiresias", "elastic-tiresias+aryl-loan",
             "srtf", "srtf+edl-expand", "muri-s+no-loan", "muri-s", "muri-s+aryl-loan", "aryl")
+
+
+SIA_POLICIES = ("fcfs-pools+edl-expand", "sia-vc", "sia-vc+edl-expand")
+
+
+def elastic_share(workload: Workload, share: float, seed: int) -> Workload:
+    """`share` of the jobs, drawn with `seed`, elastic from half to twice their workers."""
+    rng = random.Random(seed)
+    return Workload(tuple(
+        replace(job, min_workers=max(1, job.requested_workers // 2),
+                max_workers=2 * job.requested_workers) if rng.random() < share else job
+        for job in workload.jobs), source=f"{workload.source}, {share:.0%} elastic")
+
+
+def bench_sia(share: float, seed: int) -> None:
+    spec = sia_setup(3.0)
+    cluster = sia_cluster(spec, seed)
+    workload = elastic_share(generate_sia_workload(spec, seed=seed), share, seed)
+    base = run_simulation(cluster, workload, "fcfs-pools", seed=seed)
+    print(f"SIA §6.1 setup, 3 days, 4 queues: {len(workload)} jobs, {share:.0%} elastic; "
+          f"speedups against fcfs-pools")
+    print(f"{'policy':<28}{'geomean':>9}{'p95':>8}{'slowed':>8}{'CPU s':>7}  stages")
+    for policy in SIA_POLICIES:
+        started = time.process_time()
+        result = run_simulation(cluster, workload, policy, seed=seed)
+        cpu = time.process_time() - started
+        stats = speedups(base.jobs, result.jobs)
+        print(f"{policy:<28}{stats['geomean']:>9.2f}{stats['p95']:>8.2f}"
+              f"{stats['slowed_share']:>8.1%}{cpu:>7.1f}  "
+              f"{describe_stages(resolve_policy(policy))}")
 
 
 def main() -> None:
@@ -42,7 +82,12 @@ def main() -> None:
     parser.add_argument("--training-share", type=float, default=0.75)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--policies", default=",".join(POLICIES))
+    parser.add_argument("--sia", action="store_true", help="SIA's lending with EDL's expansion")
+    parser.add_argument("--elastic-share", type=float, default=0.3)
     args = parser.parse_args()
+    if args.sia:
+        bench_sia(args.elastic_share, args.seed)
+        return
     spec = ArylTraceSpec(scale=args.scale)
     full = spec.cluster()
     cluster = aryl_cluster(round(full.pool("training").servers * args.training_share),
