@@ -43,10 +43,12 @@ from simulation.workloads.sia import generate_sia_workload, sia_cluster  # noqa:
 
 POLICIES = ("tiresias+no-loan", "tiresias", "tiresias+aryl-loan", "tiresias+edl-expand",
             "elastic-tiresias+no-loan", "elastic-tiresias", "elastic-tiresias+aryl-loan",
-            "srtf", "srtf+edl-expand", "muri-s+no-loan", "muri-s", "muri-s+aryl-loan", "aryl")
+            "srtf", "srtf+edl-expand", "srtf+aryl-expand", "srtf+aryl-loan+aryl-expand",
+            "muri-s+no-loan", "muri-s", "muri-s+aryl-loan", "aryl")
 
 
-SIA_POLICIES = ("fcfs-pools+edl-expand", "sia-vc", "sia-vc+edl-expand")
+SIA_POLICIES = ("fcfs-pools+edl-expand", "fcfs-pools+aryl-expand", "sia-vc", "sia-vc+edl-expand",
+                "sia-vc+aryl-expand", "sia", "sia+aryl-expand")
 
 
 def elastic_share(workload: Workload, share: float, seed: int) -> Workload:

@@ -13,7 +13,8 @@ it takes in each, in the spirit of the Kubernetes scheduler framework's extensio
 - **allocation**: how many GPUs an elastic job gets (Aryl's knapsack, EDL's compaction).
   `requested` runs every job at its requested size (the baselines' own); `edl-expand` gives
   free GPUs to running elastic jobs while nothing waits (`simulation/policies/
-  edl_expansion.py`), so `srtf+edl-expand` is SRTF with EDL's expansion.
+  edl_expansion.py`), so `srtf+edl-expand` is SRTF with EDL's expansion; `aryl-expand`
+  splits them by Aryl's knapsack instead (`aryl_expansion.py`).
 - **placement**: which GPUs, and whether jobs share them (packing, time-slicing,
   interleaving).
 
@@ -38,6 +39,7 @@ from functools import lru_cache
 from typing import Any
 
 from simulation.errors import InputError
+from simulation.policies.aryl_expansion import ArylExpansion
 from simulation.policies.base import Policy, parse_params, registry
 from simulation.policies.edl_expansion import EdlExpansion
 from simulation.reclaim import reclaim_strategies
@@ -86,9 +88,16 @@ EDL_EXPAND = Stage("allocation", "edl-expand", "EDL's expansion (TPDS'22 §5.1, 
                    {"scaling_mode": "stop-free"}, EdlExpansion)
 
 
+ARYL_EXPAND = Stage("allocation", "aryl-expand", "Aryl's multiple-choice knapsack (§5.2, "
+                    "Algorithm 2) splits the free GPUs among running elastic jobs while nothing "
+                    "waits, on-loan servers first (§5.3); they come back when a job waits; "
+                    "stop-free scaling.", {"scaling_mode": "stop-free"}, ArylExpansion)
+
+
 def stages() -> dict[str, Stage]:
     """Every stage a composition may name after its policy."""
-    return {**capacity_stages(), REQUESTED.name: REQUESTED, EDL_EXPAND.name: EDL_EXPAND}
+    return {**capacity_stages(), REQUESTED.name: REQUESTED, EDL_EXPAND.name: EDL_EXPAND,
+            ARYL_EXPAND.name: ARYL_EXPAND}
 
 
 def policy_stages(cls: type[Policy]) -> dict[str, str]:

@@ -25,7 +25,7 @@ from simulation.decisions import Decision, Placement, Resize, Slot
 from simulation.errors import InputError
 from simulation.model import ClusterSpec, JobSpec, Workload
 from simulation.policies.ordering import pool_preference
-from simulation.view import ClusterView
+from simulation.view import ClusterView, JobView
 
 
 def gpus_per_server(placement: Placement) -> dict[str, int]:
@@ -67,19 +67,25 @@ def return_expansion(view: ClusterView) -> Iterator[Decision]:
     for job in list(view.running.values()):
         extra = job.gpus - job.spec.num_gpus
         if extra > 0 and job.spec.elastic:
-            counts = gpus_per_server(job.placement)
-            for slot in job.placement:  # flexible slots first, then the smallest
-                if extra <= 0:
-                    break
-                if slot.flexible:
-                    take = min(slot.gpus, extra)
-                    counts[slot.server] -= take
-                    extra -= take
-            for server in sorted(counts, key=lambda s: (counts[s], s)):
-                take = min(counts[server], extra)
-                counts[server] -= take
-                extra -= take
-            yield Resize(job.job_id, build_placement(counts, job.spec))
+            yield Resize(job.job_id, build_placement(shrunk_counts(job, extra), job.spec))
+
+
+def shrunk_counts(job: JobView, extra: int) -> dict[str, int]:
+    """The job's GPUs per server after giving back `extra`: flexible slots first, then the
+    servers holding the fewest of its GPUs."""
+    counts = gpus_per_server(job.placement)
+    for slot in job.placement:
+        if extra <= 0:
+            break
+        if slot.flexible:
+            take = min(slot.gpus, extra)
+            counts[slot.server] -= take
+            extra -= take
+    for server in sorted(counts, key=lambda s: (counts[s], s)):
+        take = min(counts[server], extra)
+        counts[server] -= take
+        extra -= take
+    return counts
 
 
 def expand(view: ClusterView) -> Iterator[Decision]:
@@ -152,4 +158,9 @@ class EdlExpansion:
             yield from decisions
         if not view.queue and any(job.spec.elastic for job in view.running.values()):
             self.deciding_layer = "allocation"
-            yield from expand(view)
+            yield from self.expand(view)
+
+    @staticmethod
+    def expand(view: ClusterView) -> Iterator[Decision]:
+        """How free GPUs go to running elastic jobs: EDL's greedy relative gain."""
+        return expand(view)

@@ -174,6 +174,46 @@ def test_edl_expand_brings_edl_s_stop_free_scaling() -> None:
     assert {row["job_id"]: row["end"] for row in result.jobs} == {"A": 346.25, "B": 200.0}
 
 
+def test_aryl_expand_splits_the_free_gpus_by_the_knapsack() -> None:
+    """One 5-GPU server, A (1 GPU, up to 4) and B (2 GPUs, up to 4), 1000 s each at their
+    requested size, linear scaling, free resizes: 2 GPUs are free. EDL's greedy gain gives
+    both to A (gain 1, then 1/2 before B's 1/2 by order): A at 3 ends at 333.3; B then grows
+    to 4 with 666.7 left: ends at 666.7. Aryl's knapsack values A+1 at 1000 (1 - 1/2) = 500
+    and B+1 at 1000 (1 - 2/3) = 333.3, more than A+2's 666.7: A at 2 ends at 500; B at 3
+    has done 750 by then and grows to 4: ends at 500 + 250 / 2 = 625."""
+    jobs = workload(JobSpec("A", 0, 1, 1000, min_workers=1, max_workers=4),
+                    JobSpec("B", 0, 2, 1000, min_workers=2, max_workers=4))
+    ends = {}
+    for stage in ("edl-expand", "aryl-expand"):
+        result = run_simulation(training_cluster(1, 5), jobs, f"srtf+{stage}",
+                                settings={"scaling_mode": "none"})
+        ends[stage] = {row["job_id"]: round(row["end"], 6) for row in result.jobs}
+    assert ends == {"edl-expand": {"A": 333.333333, "B": 666.666667},
+                    "aryl-expand": {"A": 500.0, "B": 625.0}}
+
+
+def test_aryl_loan_with_aryl_expand_scales_in_where_scf_preempts() -> None:
+    """A 2-GPU training server holds A (elastic, 1 GPU up to 3, 3000 s) and B (1 GPU, 1000
+    s); the 2-GPU inference server is lent at 0 and A's two flexible workers go there (on-loan
+    first, its base stays). At 600 s inference takes it back. Aryl's reclaim finds it holds
+    only flexible workers and scales A in: 1800 done at 3 GPUs, 400 more at 1 by 1000, then
+    A takes B's GPU: 1000 + 800 / 2 = 1400, never preempted. SCF preempts A (63 s restart):
+    663-1000 at 1 GPU, then 863 left at 2: 1431.5."""
+    spec = cluster(("training", PoolKind.TRAINING, 1, 2), ("inference", PoolKind.INFERENCE, 1, 2))
+    load = InferenceLoad(times=(0.0, 600.0), busy_servers=(0, 1))
+    jobs = workload(JobSpec("A", 0, 1, 3000, min_workers=1, max_workers=3),
+                    JobSpec("B", 0, 1, 1000))
+    aryl = run_simulation(spec, jobs, "srtf+aryl-loan+aryl-expand", inference_load=load,
+                          settings={"scaling_mode": "none"})
+    scf = run_simulation(spec, jobs, "srtf+aryl-expand", inference_load=load,
+                         settings={"scaling_mode": "none"})
+    assert {row["job_id"]: row["end"] for row in aryl.jobs} == {"A": 1400.0, "B": 1000.0}
+    assert (aryl.summary["loaning"]["reclaim_preemptions"],
+            aryl.summary["loaning"]["servers_freed_by_scale_in"]) == (0, 1)
+    assert {row["job_id"]: row["end"] for row in scf.jobs} == {"A": 1431.5, "B": 1000.0}
+    assert scf.summary["loaning"]["reclaim_preemptions"] == 1
+
+
 def test_a_stage_for_a_layer_the_policy_decides_is_refused() -> None:
     with pytest.raises(InputError, match="policy 'elastic-tiresias' decides allocation itself"):
         resolve_policy("elastic-tiresias+edl-expand")
