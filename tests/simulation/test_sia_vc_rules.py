@@ -130,16 +130,19 @@ def _elastic_workload(specs) -> Workload:
 @pytest.mark.parametrize("stage", ["edl-expand", "aryl-expand"])
 @settings(max_examples=80, deadline=None, derandomize=True)
 @given(specs=elastic_jobs_strategy)
-def test_theorem_1_survives_elastic_allocation_with_stop_free_scaling(stage, specs):
+def test_theorem_1_survives_elastic_allocation_with_free_resizes(stage, specs):
     """Issue #20: SIA's lending with an elastic allocation stage (EDL's greedy expansion or
-    Aryl's knapsack, stop-free scaling, EDL §4.2) still completes no job later than
-    fcfs-pools. An expanded job gives its extra GPUs back in the round a job waits (a
-    scale-in that stops nobody), so SIA-VC plans every waiting job against the cluster it
-    would have had; a scale-out only adds work done."""
+    Aryl's knapsack) still completes no job later than fcfs-pools when resizes cost nothing:
+    an expanded job gives its extra GPUs back in the round a job waits, so SIA-VC plans every
+    waiting job against the cluster it would have had, and an expansion only adds work done.
+    With resize costs it does not hold exactly: EDL's stop-free scale-out stops every worker
+    0.5 s, which an expansion handed back soon after does not earn back (3 of 345 jobs of
+    §6.1's workload finish 0.5 s later, `benchmarks/README.md`), and stop-resume's 45 s stops
+    slow jobs by more (below)."""
     w = _elastic_workload(specs)
     fcfs = {r["job_id"]: r["jct"] for r in run_simulation(three_queues(), w, "fcfs-pools").jobs}
-    vc = {r["job_id"]: r["jct"] for r in
-          run_simulation(three_queues(), w, f"sia-vc+{stage}").jobs}
+    vc = {r["job_id"]: r["jct"] for r in run_simulation(
+        three_queues(), w, f"sia-vc+{stage}", settings={"scaling_mode": "none"}).jobs}
     assert all(vc[j] <= fcfs[j] + 1e-6 for j in fcfs)
 
 
