@@ -131,6 +131,20 @@ def test_schedule_scale_out_names_target_range_and_joining_hosts() -> None:
     assert scale["leave_hosts"] == [] and scale["grace_period_seconds"] == 0
 
 
+def test_schedule_of_a_composition_scales_out_by_its_allocation_stage() -> None:
+    """`srtf+aryl-expand` on one 8-GPU training server with elastic e on 2 of them (2 to 6
+    workers, linear scaling) and nothing waiting: SRTF launches nothing, Aryl's knapsack
+    gives e the 4 workers of its largest item (a saving that grows with w), all on t1."""
+    state = {"servers": [{"id": "t1", "pool": "training", "gpus": 8}],
+             "jobs": [{"id": "e", "status": "running", "min_workers": 2, "max_workers": 6,
+                       "remaining_seconds": 3600, "placement": [{"server": "t1", "gpus": 2}]}]}
+    answer = decide_schedule({"policy": "srtf+aryl-expand", "state": state})
+    assert answer["policy"] == "srtf+aryl-expand" and answer["launch"] == []
+    (scale,) = answer["scale_out"]
+    assert (scale["job"], scale["from_workers"], scale["target_workers"]) == ("e", 2, 6)
+    assert scale["join_hosts"] == [{"host": "t1", "slots": 4}]
+
+
 @pytest.mark.parametrize("policy", sorted(registry()))
 def test_every_registered_policy_answers_or_refuses_by_name(policy: str) -> None:
     """A policy that needs the history of a whole run (SIA) refuses; none crashes."""
