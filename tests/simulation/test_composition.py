@@ -15,7 +15,7 @@ from simulation.composition import (
 from simulation.decisions import Launch, ReclaimPlan, Resize, Slot
 from simulation.engine import EngineConfig, Simulation
 from simulation.errors import InputError, InvalidDecision
-from simulation.model import InferenceLoad, JobSpec, PoolKind
+from simulation.model import InferenceLoad, JobSpec, PoolKind, ResourceProfile
 from simulation.policies.base import Policy, registry
 from simulation.runner import engine_config, run_simulation
 from tests.simulation.builders import cluster, training_cluster, workload
@@ -212,6 +212,35 @@ def test_aryl_loan_with_aryl_expand_scales_in_where_scf_preempts() -> None:
             aryl.summary["loaning"]["servers_freed_by_scale_in"]) == (0, 1)
     assert {row["job_id"]: row["end"] for row in scf.jobs} == {"A": 1431.5, "B": 1000.0}
     assert scf.summary["loaning"]["reclaim_preemptions"] == 1
+
+
+def _on_one_resource(resource: int) -> ResourceProfile:
+    """A profile whose iteration is one second on one of Muri's four resources."""
+    return ResourceProfile(tuple(1.0 if k == resource else 0.0 for k in range(4)))
+
+
+@pytest.mark.parametrize(("u2_resource", "ends"), [
+    (1, {"U1": 6464.0, "U2": 6464.0}),  # complementary: one group, both at full speed
+    (0, {"U1": 6464.0, "U2": 8464.0}),  # the same resource: no gain, U2 waits
+])
+def test_muri_interleaves_on_a_loaned_server_until_aryl_loan_takes_it_back(
+        u2_resource: int, ends: dict) -> None:
+    """A 1-GPU training server runs T (non-preemptible, 5000 s); a 1-GPU inference server is
+    lent at 0 and taken back at 600 s. U1 and U2 (2000 s each) arrive at 1 s. Interleaving
+    overhead off (`group_overhead=none`). On complementary resources they form one group on
+    the loaned GPU, each at full speed: 599 s done each when the reclaim preempts both; they
+    restart together after T: 5000 + 63 + 1401 = 6464 (without loaning, 5000 + 2000). On the
+    same resource a group gains nothing, so U1 runs alone on the loaned GPU and U2 waits for
+    it: 6464 + 2000."""
+    spec = cluster(("training", PoolKind.TRAINING, 1, 1), ("inference", PoolKind.INFERENCE, 1, 1))
+    load = InferenceLoad(times=(0.0, 600.0), busy_servers=(0, 1))
+    jobs = workload(JobSpec("T", 0, 1, 5000, profile=_on_one_resource(2), preemptible=False),
+                    JobSpec("U1", 1, 1, 2000, profile=_on_one_resource(0)),
+                    JobSpec("U2", 1, 1, 2000, profile=_on_one_resource(u2_resource)))
+    result = run_simulation(spec, jobs, "muri-s+aryl-loan", inference_load=load,
+                            settings={"group_overhead": "none"})
+    assert {row["job_id"]: row["end"] for row in result.jobs} == {"T": 5000.0, **ends}
+    assert result.summary["loaning"]["reclaim_preemptions"] == (2 if u2_resource else 1)
 
 
 def test_a_stage_for_a_layer_the_policy_decides_is_refused() -> None:
