@@ -208,6 +208,8 @@ class Waiting:
                 1.0, rows.column(GPUS) / share)
         queued, self._queued = view.queued_since(self._queued)
         moved, self._moved = view.allocations_since(self._moved)
+        if not queued and not moved:
+            return
         waiting = view.queue.keys()
         for job_id in dict.fromkeys(queued + moved):
             if job_id not in waiting:
@@ -323,6 +325,18 @@ def walk(entries: Iterable[tuple[float, float, str, int, int]], budget: int
     return won, budget
 
 
+def take_in_order(rows: list[int], gpus: dict[int, int], budget: int) -> tuple[list[int], int]:
+    """`walk` over `rows` in the order given, each asking `gpus[row]`."""
+    won = []
+    for row in rows:
+        if budget <= 0:
+            break
+        if gpus[row] <= budget:
+            won.append(row)
+            budget -= gpus[row]
+    return won, budget
+
+
 def unopposed(rho: np.ndarray, need: np.ndarray, budget: int,
               holders: list[tuple[float, float, str, int, int]], bidders: int) -> bool:
     """Whether an auction provably ends as it began, every holder keeping its GPUs and no
@@ -334,7 +348,7 @@ def unopposed(rho: np.ndarray, need: np.ndarray, budget: int,
     rank strictly above it, no waiting job that fits bids. Either way only holders win, and
     all of them do (what they hold fits what the others leave). Otherwise (ties included)
     the auction must be run."""
-    best = -float(np.maximum.reduce(rho[need <= budget], initial=-math.inf))  # -ρ, as entries
+    best = -float(np.max(rho, where=need <= budget, initial=-math.inf))  # -ρ, as entries
     above = 0  # holders ranked above it
     for entry in holders:
         above += entry[0] < best
@@ -551,32 +565,34 @@ class Themis(Policy):
         share = self._waiting.share
         holders = [self._holder_entry(view, job_id, job, share, first + index, now)
                    for index, (job_id, job) in enumerate(offered)]
-        submit, need = rows.column(SUBMIT), rows.column(GPUS)
+        need = rows.column(GPUS)
         rho = self._waiting.fairness(now)
         bidders = auction_participants(first + len(holders), self.fairness_fraction)
         if free < smallest and unopposed(rho, need, budget, holders, bidders):
             for job_id, _ in offered:
                 leases.grant(job_id, now)
             return
+        submit = rows.column(SUBMIT)
 
         def tie_key(i: int) -> tuple[float, str]:
             return (submit[i], ids[i]) if i < first else holders[i - first][1:3]
 
         bid = least_fair(np.concatenate((rho, [-entry[0] for entry in holders])), bidders,
                          tie_key)
+        holder_bids = bid[first:].tolist()
         won, budget = first_winners(
             rho, submit, need, ids, np.flatnonzero(bid[:first] & (need <= budget)),
-            [entry for entry in holders if bid[entry[3]]], budget)
+            [entry for entry, bids in zip(holders, holder_bids, strict=True) if bids], budget)
         if budget > 0:  # leftover: first the jobs whose leases end keep what they hold
-            won_here, budget = walk(sorted(entry for entry in holders if not bid[entry[3]]),
-                                    budget)
+            won_here, budget = walk(sorted(entry for entry, bids in zip(
+                holders, holder_bids, strict=True) if not bids), budget)
             won += won_here
         if budget > 0:  # then waiting jobs that fit, in seeded random order
-            fitting = sorted(np.flatnonzero(~bid[:first] & (need <= budget)).tolist(),
-                             key=ids.__getitem__)  # shuffled from job id order: rows move on drops
-            self.rng.shuffle(fitting)
-            won_here, budget = walk(walk_entries(rho, submit, need, ids, np.array(
-                fitting, dtype=np.intp)), budget)
+            fits = np.flatnonzero(~bid[:first] & (need <= budget))
+            gpus = dict(zip(fits.tolist(), need[fits].astype(np.int64).tolist(), strict=True))
+            fitting = sorted(gpus, key=ids.__getitem__)  # shuffled from job id order: rows
+            self.rng.shuffle(fitting)  # move on drops
+            won_here, budget = take_in_order(fitting, gpus, budget)
             won += won_here
         kept_offered = {i - first for i in won if i >= first}
         for index, (job_id, _) in enumerate(offered):
