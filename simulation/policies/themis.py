@@ -219,13 +219,13 @@ class Waiting:
                 continue
             job = view.job(job_id)
             spec = job.spec
-            if job.predicted_duration <= 0:
+            predicted = job.predicted_duration
+            if predicted <= 0:
                 self._durationless.add(job_id)
             left = seconds_left(view, job)
-            self.rows.put(job, (spec.submit_time, job.predicted_duration, spec.num_gpus, left,
-                                independent_time(job.predicted_duration, spec.num_gpus, share)))
-            self.jobs[job_id] = (spec.submit_time, job.predicted_duration, spec.num_gpus, left,
-                                 job)
+            self.rows.put(job, (spec.submit_time, predicted, spec.num_gpus, left,
+                                independent_time(predicted, spec.num_gpus, share)))
+            self.jobs[job_id] = (spec.submit_time, predicted, spec.num_gpus, left, job)
 
     def fairness(self, now: float) -> np.ndarray:
         """ρ of every row (`fairness`), by a plain division while every T_independent is
@@ -348,7 +348,7 @@ def unopposed(rho: np.ndarray, need: np.ndarray, budget: int,
     rank strictly above it, no waiting job that fits bids. Either way only holders win, and
     all of them do (what they hold fits what the others leave). Otherwise (ties included)
     the auction must be run."""
-    best = -float(np.max(rho, where=need <= budget, initial=-math.inf))  # -ρ, as entries
+    best = -float(np.maximum.reduce(rho[need <= budget], initial=-math.inf))  # -ρ, as entries
     above = 0  # holders ranked above it
     for entry in holders:
         above += entry[0] < best
@@ -511,26 +511,33 @@ class Themis(Policy):
         views = rows.views
         return (views[fits[i]] for piece in pieces for i in piece.tolist())
 
-    def _holder_entry(self, view: ClusterView, job_id: str, job: JobView, share: float,
-                      row: int, now: float) -> tuple[float, float, str, int, int]:
-        """The walk entry (-ρ, submit time, job id, row, GPUs held) of a job whose lease ends,
-        ρ computed as `finish_time_fairness` does at the cluster's `share` (G/N). Its rate
-        changes only with its placement or share and its prediction scale never, so both are
-        kept per job with what its ρ reads of its spec; an auction would otherwise rate every
-        holder again at each lease end."""
-        placement, job_share = job.placement, job.share
-        kept = self._rates.get(job_id)
-        if kept is None or kept[0] is not placement or kept[1] != job_share:
-            spec = job.spec
-            kept = self._rates[job_id] = (
-                placement, job_share, current_rate(view, job), prediction_scale(job),
-                spec.submit_time, spec.num_gpus, job.predicted_duration, job.gpus)
-        _, _, rate, scale, submit, gpus, predicted, held = kept
-        left = job.remaining_work * scale / rate if rate > 0 else math.inf  # `seconds_left`
-        independent = predicted * max(1.0, gpus / share)
-        shared = now - submit + left
-        rho = shared / independent if independent > 0 else math.inf
-        return -rho, submit, job_id, row, held
+    def _holder_entries(self, view: ClusterView, offered: list[tuple[str, JobView]],
+                        share: float, first: int, now: float
+                        ) -> list[tuple[float, float, str, int, int]]:
+        """The walk entries (-ρ, submit time, job id, row, GPUs held) of the jobs whose leases
+        end (rows `first`..), ρ computed as `finish_time_fairness` does at the cluster's
+        `share` (G/N). A job's rate changes only with its placement or share and its
+        prediction scale never, so both are kept per job with what its ρ reads of its spec;
+        an auction would otherwise rate every holder again at each lease end."""
+        rates = self._rates
+        entries = []
+        row = first
+        for job_id, job in offered:
+            placement, job_share = job.placement, job.share
+            kept = rates.get(job_id)
+            if kept is None or kept[0] is not placement or kept[1] != job_share:
+                spec = job.spec
+                kept = rates[job_id] = (
+                    placement, job_share, current_rate(view, job), prediction_scale(job),
+                    spec.submit_time, spec.num_gpus, job.predicted_duration, job.gpus)
+            _, _, rate, scale, submit, gpus, predicted, held = kept
+            left = job.remaining_work * scale / rate if rate > 0 else math.inf  # seconds_left
+            independent = predicted * max(1.0, gpus / share)
+            shared = now - submit + left
+            entries.append((-(shared / independent) if independent > 0 else -math.inf,
+                            submit, job_id, row, held))
+            row += 1
+        return entries
 
     def _auction(self, view: ClusterView, ending: list[str], free: int, smallest: int
                  ) -> Iterator[Decision]:
@@ -563,8 +570,7 @@ class Themis(Policy):
         # jobs) are rows first.., ranked in Python with the same float operations: entries
         # (-ρ, submit time, job id, row, GPUs held), as the walk's sort wants them.
         share = self._waiting.share
-        holders = [self._holder_entry(view, job_id, job, share, first + index, now)
-                   for index, (job_id, job) in enumerate(offered)]
+        holders = self._holder_entries(view, offered, share, first, now)
         need = rows.column(GPUS)
         rho = self._waiting.fairness(now)
         bidders = auction_participants(first + len(holders), self.fairness_fraction)
