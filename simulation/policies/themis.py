@@ -70,8 +70,9 @@ job fits ranks nobody, and one that provably ends as it began (`unopposed`: the 
 job that fits ranks below every holder, or is no bidder) bids nobody, most auctions on a
 loaded trace. Otherwise it finds its bidders with one partition (`least_fair`) and the
 bidders' winners one by one (`first_winners`), as the greedy walk (`walk`) usually ends after
-a few. Between auctions only the waiting jobs that fit the free GPUs are ranked. Equal ρ are
-ordered by submission and job id exactly as the definition.
+a few. Between auctions only the waiting jobs that fit the free GPUs are ranked, and a round
+whose auction changed nothing skips that pass while none fits. Equal ρ are ordered by
+submission and job id exactly as the definition.
 """
 
 from __future__ import annotations
