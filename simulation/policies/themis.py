@@ -70,8 +70,9 @@ job fits ranks nobody, and one that provably ends as it began (`unopposed`: the 
 job that fits ranks below every holder, or is no bidder) bids nobody, most auctions on a
 loaded trace. Otherwise it finds its bidders with one partition (`least_fair`) and the
 bidders' winners one by one (`first_winners`), as the greedy walk (`walk`) usually ends after
-a few. Between auctions only the waiting jobs that fit the free GPUs are ranked. Equal ρ are
-ordered by submission and job id exactly as the definition.
+a few. Between auctions only the waiting jobs that fit the free GPUs are ranked, and a round
+whose auction changed nothing skips that pass while none fits. Equal ρ are ordered by
+submission and job id exactly as the definition.
 """
 
 from __future__ import annotations
@@ -101,6 +102,14 @@ def current_rate(view: ClusterView, job: JobView) -> float:
         return view.throughput.rate(spec.model, spec.num_gpus, spec.num_gpus, 1.0)
     speed = min(view.servers[slot.server].speed for slot in job.placement)
     return view.throughput.rate(spec.model, spec.num_gpus, job.gpus, speed) * job.share
+
+
+def free_gpus(view: ClusterView) -> int:
+    """Free GPUs in every pool."""
+    pools = view.spec.pools
+    if len(pools) == 1:
+        return view.free_gpus(pools[0].name)
+    return sum(view.free_gpus(pool.name) for pool in pools)
 
 
 def share_gpus(view: ClusterView) -> float:
@@ -200,6 +209,8 @@ class Waiting:
                 1.0, rows.column(GPUS) / share)
         queued, self._queued = view.queued_since(self._queued)
         moved, self._moved = view.allocations_since(self._moved)
+        if not queued and not moved:
+            return
         waiting = view.queue.keys()
         for job_id in dict.fromkeys(queued + moved):
             if job_id not in waiting:
@@ -209,13 +220,13 @@ class Waiting:
                 continue
             job = view.job(job_id)
             spec = job.spec
-            if job.predicted_duration <= 0:
+            predicted = job.predicted_duration
+            if predicted <= 0:
                 self._durationless.add(job_id)
             left = seconds_left(view, job)
-            self.rows.put(job, (spec.submit_time, job.predicted_duration, spec.num_gpus, left,
-                                independent_time(job.predicted_duration, spec.num_gpus, share)))
-            self.jobs[job_id] = (spec.submit_time, job.predicted_duration, spec.num_gpus, left,
-                                 job)
+            self.rows.put(job, (spec.submit_time, predicted, spec.num_gpus, left,
+                                independent_time(predicted, spec.num_gpus, share)))
+            self.jobs[job_id] = (spec.submit_time, predicted, spec.num_gpus, left, job)
 
     def fairness(self, now: float) -> np.ndarray:
         """ρ of every row (`fairness`), by a plain division while every T_independent is
@@ -315,6 +326,18 @@ def walk(entries: Iterable[tuple[float, float, str, int, int]], budget: int
     return won, budget
 
 
+def take_in_order(rows: list[int], gpus: dict[int, int], budget: int) -> tuple[list[int], int]:
+    """`walk` over `rows` in the order given, each asking `gpus[row]`."""
+    won = []
+    for row in rows:
+        if budget <= 0:
+            break
+        if gpus[row] <= budget:
+            won.append(row)
+            budget -= gpus[row]
+    return won, budget
+
+
 def unopposed(rho: np.ndarray, need: np.ndarray, budget: int,
               holders: list[tuple[float, float, str, int, int]], bidders: int) -> bool:
     """Whether an auction provably ends as it began, every holder keeping its GPUs and no
@@ -326,7 +349,7 @@ def unopposed(rho: np.ndarray, need: np.ndarray, budget: int,
     rank strictly above it, no waiting job that fits bids. Either way only holders win, and
     all of them do (what they hold fits what the others leave). Otherwise (ties included)
     the auction must be run."""
-    best = -np.maximum.reduce(rho[need <= budget], initial=-math.inf)  # as -ρ, like entries
+    best = -float(np.maximum.reduce(rho[need <= budget], initial=-math.inf))  # -ρ, as entries
     above = 0  # holders ranked above it
     for entry in holders:
         above += entry[0] < best
@@ -412,9 +435,9 @@ class Themis(Policy):
     def __init__(self, **values: object) -> None:
         super().__init__(**values)
         self._waiting = Waiting()
-        # job id -> (placement, share, `current_rate`, `prediction_scale`) of a job when it
-        # last held GPUs
-        self._rates: dict[str, tuple[object, float, float, float]] = {}
+        # job id -> (placement, share, `current_rate`, `prediction_scale`, submit time,
+        # GPUs asked, predicted duration, GPUs held) of a job when it last held GPUs
+        self._rates: dict[str, tuple[object, float, float, float, float, int, float, int]] = {}
         self._leases: Leases | Rounds = (
             Rounds(self.lease) if self.leases == "rounds" else Leases(self.lease))
 
@@ -426,10 +449,15 @@ class Themis(Policy):
     def schedule(self, view: ClusterView) -> Iterator[Decision]:
         if not view.queue:
             return
+        free, smallest = free_gpus(view), view.smallest_queued_gpus()
         ending = self._leases.ending(view)
+        decided = False
         if ending:
-            yield from self._granting(view, self._auction(view, ending))
-        yield from self._granting(view, self._work_conserving(view))
+            for decision in self._granting(view, self._auction(view, ending, free, smallest)):
+                decided = True
+                yield decision
+        if decided or free >= smallest:  # else still no waiting job fits the free GPUs
+            yield from self._granting(view, self._work_conserving(view))
 
     def _granting(self, view: ClusterView, decisions: Iterable[Decision]
                   ) -> Iterator[Decision]:
@@ -444,7 +472,7 @@ class Themis(Policy):
         preempted."""
         if not view.queue:
             return
-        free = sum(view.free_gpus(pool.name) for pool in view.spec.pools)
+        free = free_gpus(view)
         smallest = view.smallest_queued_gpus()
         if free <= 0 or free < smallest:
             return  # no waiting job fits
@@ -484,48 +512,57 @@ class Themis(Policy):
         views = rows.views
         return (views[fits[i]] for piece in pieces for i in piece.tolist())
 
-    def _holder_entry(self, view: ClusterView, job: JobView, share: float, row: int
-                      ) -> tuple[float, float, str, int, int]:
-        """The walk entry (-ρ, submit time, job id, row, GPUs held) of a job whose lease ends,
-        ρ computed as `finish_time_fairness` does at the cluster's `share` (G/N). Its rate
-        changes only with its placement or share and its prediction scale never, so both are
-        kept per job; an auction would otherwise rate every holder again at each lease end."""
-        spec = job.spec
-        placement, job_share = job.placement, job.share
-        kept = self._rates.get(spec.job_id)
-        if kept is None or kept[0] is not placement or kept[1] != job_share:
-            kept = self._rates[spec.job_id] = (placement, job_share, current_rate(view, job),
-                                               prediction_scale(job))
-        rate = kept[2]
-        left = job.remaining_work * kept[3] / rate if rate > 0 else math.inf  # `seconds_left`
-        independent = job.predicted_duration * max(1.0, spec.num_gpus / share)
-        shared = view.now - spec.submit_time + left
-        rho = shared / independent if independent > 0 else math.inf
-        return -rho, spec.submit_time, spec.job_id, row, job.gpus
+    def _holder_entries(self, view: ClusterView, offered: list[tuple[str, JobView]],
+                        share: float, first: int, now: float
+                        ) -> list[tuple[float, float, str, int, int]]:
+        """The walk entries (-ρ, submit time, job id, row, GPUs held) of the jobs whose leases
+        end (rows `first`..), ρ computed as `finish_time_fairness` does at the cluster's
+        `share` (G/N). A job's rate changes only with its placement or share and its
+        prediction scale never, so both are kept per job with what its ρ reads of its spec;
+        an auction would otherwise rate every holder again at each lease end."""
+        rates = self._rates
+        entries = []
+        row = first
+        for job_id, job in offered:
+            placement, job_share = job.placement, job.share
+            kept = rates.get(job_id)
+            if kept is None or kept[0] is not placement or kept[1] != job_share:
+                spec = job.spec
+                kept = rates[job_id] = (
+                    placement, job_share, current_rate(view, job), prediction_scale(job),
+                    spec.submit_time, spec.num_gpus, job.predicted_duration, job.gpus)
+            _, _, rate, scale, submit, gpus, predicted, held = kept
+            left = job.remaining_work * scale / rate if rate > 0 else math.inf  # seconds_left
+            independent = predicted * max(1.0, gpus / share)
+            shared = now - submit + left
+            entries.append((-(shared / independent) if independent > 0 else -math.inf,
+                            submit, job_id, row, held))
+            row += 1
+        return entries
 
-    def _auction(self, view: ClusterView, ending: list[str]) -> Iterator[Decision]:
+    def _auction(self, view: ClusterView, ending: list[str], free: int, smallest: int
+                 ) -> Iterator[Decision]:
         """The GPUs of the leases ending now and the free GPUs, auctioned among the M jobs
         that wait or whose leases end: the ⌈(1-f)·M⌉ worst-ρ bid and win greedily in
         decreasing ρ; the leftover goes first to the jobs whose leases end (each keeps what
         it holds), then to waiting jobs in seeded random order. A job whose lease ends keeps
-        its GPUs with a new lease if it wins or keeps them, else it is preempted."""
+        its GPUs with a new lease if it wins or keeps them, else it is preempted. `free` and
+        `smallest` are the free GPUs and the fewest any waiting job asks for."""
         now, running, leases = view.now, view.running, self._leases
-        offered: list[JobView] = []
+        offered: list[tuple[str, JobView]] = []
+        budget = free
         for job_id in ending:
             job = running[job_id]
             if job.spec.preemptible:
-                offered.append(job)
+                offered.append((job_id, job))
+                budget += job.gpus
             else:
                 leases.grant(job_id, now)  # a pinned job keeps its GPUs
         if not offered:
             return
-        free = sum(view.free_gpus(pool.name) for pool in view.spec.pools)
-        held = sum(job.gpus for job in offered)
-        budget = free + held
-        smallest = view.smallest_queued_gpus()
         if smallest > budget:
-            for job in offered:  # no waiting job fits: every holder wins back unopposed
-                leases.grant(job.job_id, now)
+            for job_id, _ in offered:  # no waiting job fits: every holder wins back unopposed
+                leases.grant(job_id, now)
             return
         self._waiting.sync(view)
         rows = self._waiting.rows
@@ -534,42 +571,43 @@ class Themis(Policy):
         # jobs) are rows first.., ranked in Python with the same float operations: entries
         # (-ρ, submit time, job id, row, GPUs held), as the walk's sort wants them.
         share = self._waiting.share
-        holders = [self._holder_entry(view, job, share, first + index)
-                   for index, job in enumerate(offered)]
-        submit, need = rows.column(SUBMIT), rows.column(GPUS)
+        holders = self._holder_entries(view, offered, share, first, now)
+        need = rows.column(GPUS)
         rho = self._waiting.fairness(now)
         bidders = auction_participants(first + len(holders), self.fairness_fraction)
         if free < smallest and unopposed(rho, need, budget, holders, bidders):
-            for job in offered:
-                leases.grant(job.job_id, now)
+            for job_id, _ in offered:
+                leases.grant(job_id, now)
             return
+        submit = rows.column(SUBMIT)
 
         def tie_key(i: int) -> tuple[float, str]:
             return (submit[i], ids[i]) if i < first else holders[i - first][1:3]
 
         bid = least_fair(np.concatenate((rho, [-entry[0] for entry in holders])), bidders,
                          tie_key)
+        holder_bids = bid[first:].tolist()
         won, budget = first_winners(
             rho, submit, need, ids, np.flatnonzero(bid[:first] & (need <= budget)),
-            [entry for entry in holders if bid[entry[3]]], budget)
+            [entry for entry, bids in zip(holders, holder_bids, strict=True) if bids], budget)
         if budget > 0:  # leftover: first the jobs whose leases end keep what they hold
-            won_here, budget = walk(sorted(entry for entry in holders if not bid[entry[3]]),
-                                    budget)
+            won_here, budget = walk(sorted(entry for entry, bids in zip(
+                holders, holder_bids, strict=True) if not bids), budget)
             won += won_here
         if budget > 0:  # then waiting jobs that fit, in seeded random order
-            fitting = sorted(np.flatnonzero(~bid[:first] & (need <= budget)).tolist(),
-                             key=ids.__getitem__)  # shuffled from job id order: rows move on drops
-            self.rng.shuffle(fitting)
-            won_here, budget = walk(walk_entries(rho, submit, need, ids, np.array(
-                fitting, dtype=np.intp)), budget)
+            fits = np.flatnonzero(~bid[:first] & (need <= budget))
+            gpus = dict(zip(fits.tolist(), need[fits].astype(np.int64).tolist(), strict=True))
+            fitting = sorted(gpus, key=ids.__getitem__)  # shuffled from job id order: rows
+            self.rng.shuffle(fitting)  # move on drops
+            won_here, budget = take_in_order(fitting, gpus, budget)
             won += won_here
         kept_offered = {i - first for i in won if i >= first}
-        for index, job in enumerate(offered):
+        for index, (job_id, _) in enumerate(offered):
             if index in kept_offered:
-                leases.grant(job.job_id, now)
+                leases.grant(job_id, now)
             else:
-                leases.revoke(job.job_id)
-                yield Preempt(job.job_id)
+                leases.revoke(job_id)
+                yield Preempt(job_id)
         views = rows.views
         for i in won:
             if i < first:
