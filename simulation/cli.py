@@ -212,7 +212,9 @@ def cmd_policies(args: argparse.Namespace) -> int:
     print(f"stages a composition adds after its policy (--policy POLICY{SEPARATOR}STAGE, e.g. "
           f"elastic-tiresias{SEPARATOR}aryl-loan):")
     for stage in stages().values():
-        print(f"    {stage.name} ({stage.layer}): {stage.description}")
+        sets = ", ".join(f"{k}={v!r}" for k, v in stage.engine_settings.items())
+        print(f"    {stage.name} ({stage.layer}): {stage.description}"
+              + (f" Sets {sets}." if sets else ""))
     print("reclaim strategies (--set reclaim_strategy=NAME): "
           + ", ".join(reclaim_strategies()))
     print("engine settings (--set key=value), defaults for every policy unless it says "
