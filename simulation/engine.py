@@ -8,7 +8,11 @@ about happened) and every decision it yields is checked and applied at once.
 
 Progress is settled lazily: a running job's `remaining_work` is brought up to date only when
 its allocation changes, and its completion event carries a version so a stale one is
-skipped. Utilisation is integrated between events, never by scanning servers.
+skipped. A job whose share follows a cycle is timed lazily too: a time-slicing policy re-tells
+a crowded server's jobs their cycles every few quanta, and most are re-told long before they
+could finish, so its completion goes into the heap as an `UNTIMED` entry at a cheap lower
+bound and is timed exactly only if that entry comes up first (same time, same tie order).
+Utilisation is integrated between events, never by scanning servers.
 """
 
 from __future__ import annotations
@@ -50,6 +54,9 @@ from simulation.throughput import (
 from simulation.view import Clock, ClusterView
 
 COMPLETION, LOAN, TICK = 0, 1, 3
+# A completion not yet timed: pushed at a lower bound of its time, timed exactly (and pushed
+# as a COMPLETION with the same sequence number) when it reaches the top of the heap.
+UNTIMED = -1
 _MIN_WAKEUP = 1e-3  # a policy wakeup is never at the current instant (that would spin)
 _PROGRESS_CHECK_LOOPS = 1024  # how often the loop looks at the wall clock
 _PROGRESS_QUIET_SECONDS = 2.0  # longest wall time between two progress calls
@@ -235,6 +242,9 @@ class Simulation:
                 entry = heapq.heappop(heap)
                 if self._is_stale(entry):
                     continue
+                if entry[1] == UNTIMED:
+                    self._time_completion(entry)
+                    continue
                 self.counters.events += 1
                 if entry[1] == COMPLETION:
                     dirty |= self._complete(state.jobs[entry[3]]) and event_driven
@@ -277,15 +287,32 @@ class Simulation:
         """A completion whose job was resized, preempted or re-timed since it was pushed, or
         a wakeup replaced by a later one: it changes nothing and must not move the clock."""
         _, kind, _, job_id, version = entry
-        if kind == COMPLETION:
+        if kind <= COMPLETION:
             job = self.state.jobs[job_id]
             return job.version != version or job.status != JobStatus.RUNNING
         return kind == TICK and version != self._tick_version
 
     def _drop_stale_events(self) -> None:
+        """Pop stale entries and time the untimed completions at the top of the heap."""
         heap = self._heap
-        while heap and self._is_stale(heap[0]):
-            heapq.heappop(heap)
+        while heap:
+            if self._is_stale(heap[0]):
+                heapq.heappop(heap)
+            elif heap[0][1] == UNTIMED:
+                self._time_completion(heapq.heappop(heap))
+            else:
+                break
+
+    def _time_completion(self, entry: tuple[float, int, int, str, int]) -> None:
+        """Push the exact completion of an `UNTIMED` entry, with its sequence number: the
+        time `_reschedule_completion` would have pushed, from the same job state."""
+        bound, _, seq, job_id, version = entry
+        job = self.state.jobs[job_id]
+        at = job.time_to_work(job.last_update, max(job.remaining_work, 0.0))
+        if at < bound:
+            raise AssertionError(f"completion of {job_id} at {at} before its bound {bound}")
+        if at < math.inf:
+            heapq.heappush(self._heap, (at, COMPLETION, seq, job_id, version))
 
     def _arm_wakeup(self, now: float) -> None:
         """Keep one pending tick at the policy's `next_wakeup`, dropping a stale one."""
@@ -562,9 +589,15 @@ class Simulation:
         if self.config.elastic_step_loss > 0 and job.spec.elastic:
             job.rate *= imperfect_scaling(job.spec, job.workers, self.config.elastic_step_loss)
         job.version += 1
-        at = job.time_to_work(self.clock.now, max(job.remaining_work, 0.0))
-        if at < math.inf:
-            self._push(at, COMPLETION, job.job_id, job.version)
+        work = max(job.remaining_work, 0.0)
+        if job.cycle is None:
+            at = job.time_to_work(self.clock.now, work)
+            if at < math.inf:
+                self._push(at, COMPLETION, job.job_id, job.version)
+            return
+        bound = job.completion_bound(self.clock.now, work)
+        if bound < math.inf:
+            self._push(bound, UNTIMED, job.job_id, job.version)
 
     # -- inference side ---------------------------------------------------------------------
 
