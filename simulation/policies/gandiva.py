@@ -159,6 +159,7 @@ class Gandiva(GandivaPlacement, GandivaTimeSlicing, GandivaPacking, GandivaMigra
         self._cycled: set[str] = set()  # jobs whose share follows a `ShareCycle`
         self._suspended: set[str] = set()  # jobs told a plain share of 0 (no cycle)
         self._mixed: dict[str, bool] = {}  # server -> hosts jobs of several sizes
+        self._placid: dict[str, bool] = {}  # model -> insensitive to locality
         self._expiring: list[tuple[float, str]] = []  # (expiry, server) of expiring plans
         # What changed since when: the engine's allocation and queue logs are read up to
         # these marks; every job or pack change marks its servers in the sets below.
