@@ -28,6 +28,7 @@ from simulation.decisions import (
     Decision,
     Launch,
     Migrate,
+    Placement,
     Preempt,
     ReclaimPlan,
     Resize,
@@ -145,6 +146,7 @@ class Simulation:
         )
         self._inference_busy_servers = 0
         self._blocking_sums: list[float] = [0.0, 0.0, 0]  # see _blocking_index
+        self._rates: dict[str, tuple[Placement, float]] = {}  # see _placement_rate
         self.loan_log: list[dict[str, object]] = []
         if self.config.scaling_mode not in SCALING_MODES:
             raise InputError(
@@ -465,7 +467,24 @@ class Simulation:
         self.counters.decisions += 1
         now = self.clock.now
         state = self.state
-        if isinstance(decision, Launch):
+        if isinstance(decision, SetShare):  # first: time-slicing yields them by the thousand
+            job = state.jobs.get(decision.job_id)
+            if job is None or job.status is not JobStatus.RUNNING:
+                job = state.job(decision.job_id, status=JobStatus.RUNNING)
+            if not 0 <= decision.share <= 1:
+                raise InvalidDecision(f"share {decision.share} of {job.job_id} not in [0, 1]")
+            cycle = decision.cycle
+            if cycle is not None:
+                problem = cycle.problem(now)
+                if problem is None and cycle.first != decision.share:
+                    problem = f"first share {cycle.first} is not the share {decision.share}"
+                if problem is not None:
+                    raise InvalidDecision(f"share cycle of {job.job_id}: {problem}")
+            self._settle(job, now)
+            job.share = 1.0 if cycle is not None else decision.share
+            job.cycle = cycle
+            self._reschedule_completion(job)
+        elif isinstance(decision, Launch):
             job = state.job(decision.job_id, status=JobStatus.QUEUED)
             state.check_placement(job, decision.placement)
             self._dequeue(job)
@@ -521,21 +540,6 @@ class Simulation:
                 resize_overhead(job, self.config, now, grew=new_gpus > old_gpus, old_gpus=old_gpus,
                                 training_rate=training_rate)
             self._reschedule_completion(job)
-        elif isinstance(decision, SetShare):
-            job = state.job(decision.job_id, status=JobStatus.RUNNING)
-            if not 0 <= decision.share <= 1:
-                raise InvalidDecision(f"share {decision.share} of {job.job_id} not in [0, 1]")
-            cycle = decision.cycle
-            if cycle is not None:
-                problem = cycle.problem(now)
-                if problem is None and cycle.first != decision.share:
-                    problem = f"first share {cycle.first} is not the share {decision.share}"
-                if problem is not None:
-                    raise InvalidDecision(f"share cycle of {job.job_id}: {problem}")
-            self._settle(job, now)
-            job.share = 1.0 if cycle is not None else decision.share
-            job.cycle = cycle
-            self._reschedule_completion(job)
         else:
             raise InvalidDecision(f"unknown decision {decision!r}")
 
@@ -556,7 +560,12 @@ class Simulation:
         if job.join_at > job.last_update:  # new workers still preparing: their GPUs idle
             idle = min(now, job.join_at) - job.last_update
             job.overhead_gpu_seconds += max(0, job.gpus - job.join_gpus) * idle
-        done = job.work_between(job.last_update, now)
+        cycle = job.cycle
+        if (cycle is not None and now < cycle.silent_until()
+                and job.join_at <= job.last_update):
+            done = 0.0  # suspended throughout: `work_between` would add exactly 0.0
+        else:
+            done = job.work_between(job.last_update, now)
         if done > 0:
             before = job.spec.duration - job.remaining_work
             job.remaining_work -= done
@@ -573,19 +582,7 @@ class Simulation:
     def _reschedule_completion(self, job: JobState) -> None:
         job.last_update = self.clock.now
         self.state.progress_log.append(job.job_id)
-        servers = self.state.servers
-        efficiency = self.config.heterogeneous_efficiency
-        if efficiency is None:  # `placement_speed`'s slowest GPU, without its list
-            speed = min([servers[slot.server].speed for slot in job.placement])
-        else:
-            speed = placement_speed(
-                [(servers[slot.server].speed, slot.gpus) for slot in job.placement],
-                efficiency,
-                spans_types=len({servers[slot.server].gpu_type for slot in job.placement}) > 1,
-            )
-        job.rate = (
-            self.throughput.rate(job.spec.model, job.spec.num_gpus, job.gpus, speed) * job.share
-        )
+        job.rate = self._placement_rate(job) * job.share
         if self.config.elastic_step_loss > 0 and job.spec.elastic:
             job.rate *= imperfect_scaling(job.spec, job.workers, self.config.elastic_step_loss)
         job.version += 1
@@ -598,6 +595,26 @@ class Simulation:
         bound = job.completion_bound(self.clock.now, work)
         if bound < math.inf:
             self._push(bound, UNTIMED, job.job_id, job.version)
+
+    def _placement_rate(self, job: JobState) -> float:
+        """The job's rate at share 1 on its placement, kept per placement (a share changes
+        far more often than the GPUs under it; the tuple is held, so `is` names it)."""
+        kept = self._rates.get(job.job_id)
+        if kept is not None and kept[0] is job.placement:
+            return kept[1]
+        servers = self.state.servers
+        efficiency = self.config.heterogeneous_efficiency
+        if efficiency is None:  # `placement_speed`'s slowest GPU, without its list
+            speed = min([servers[slot.server].speed for slot in job.placement])
+        else:
+            speed = placement_speed(
+                [(servers[slot.server].speed, slot.gpus) for slot in job.placement],
+                efficiency,
+                spans_types=len({servers[slot.server].gpu_type for slot in job.placement}) > 1,
+            )
+        rate = self.throughput.rate(job.spec.model, job.spec.num_gpus, job.gpus, speed)
+        self._rates[job.job_id] = (job.placement, rate)
+        return rate
 
     # -- inference side ---------------------------------------------------------------------
 

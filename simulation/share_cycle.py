@@ -180,6 +180,17 @@ class ShareCycle:
         rest = max(0.0, target - self._whole(k))
         return max(self.start + k * self.quantum + rest / self._share(self._index(k)), t0)
 
+    def silent_until(self) -> float:
+        """A time before which the share is 0 throughout, so `integral` up to it is exactly
+        0.0 (the running sums before the first run are all 0.0): the engine settles a job
+        suspended since its last settle without integrating. A margin of a millionth of a
+        quantum keeps a time rounding into the first run out."""
+        if self.first > 0:
+            return -math.inf
+        if not self.runs:
+            return math.inf
+        return self.start + (self.runs[0] - 1e-6) * self.quantum
+
     def reach_bound(self, t0: float, amount: float, slack: float = 0.0) -> float:
         """A time no later than `time_to(t0, amount, slack)`, and inf only when that is inf,
         from the cycle's first run and total alone: the engine times a completion exactly

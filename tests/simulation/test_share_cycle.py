@@ -216,3 +216,23 @@ def test_reach_bound_waits_for_the_first_run():
     assert cycle.reach_bound(50.0, 30.0) == pytest.approx(250.0, abs=2e-3)
     assert cycle.reach_bound(50.0, 30.0) <= cycle.time_to(50.0, 30.0) == 250.0
     assert cycle.reach_bound(50.0, 61.0) == cycle.time_to(50.0, 61.0) == math.inf
+
+
+@settings(max_examples=500, deadline=None)
+@given(sparse_shares, st.data())
+def test_nothing_is_done_before_silent_until_to_the_bit(values, data):
+    """The engine skips integrating a job suspended since its last settle: exactly 0.0."""
+    loop = data.draw(st.integers(0, len(values) - 1))
+    first = data.draw(st.sampled_from([0.0, 0.5]))
+    start, quantum = data.draw(st.sampled_from([(30.0, 60.0), (7.3, 0.7), (1e6 + 0.1, 60.0)]))
+    cycle = ShareCycle(first, start, quantum, tuple(values), loop)
+    quiet = cycle.silent_until()
+    assert quiet == (-math.inf if first else math.inf if not any(values) else pytest.approx(
+        start + values.index(next(v for v in values if v)) * quantum, abs=1e-3))
+    t1 = min(quiet, start + quantum * (len(values) + 2))
+    t1 = math.nextafter(t1, -math.inf) if t1 == quiet else t1
+    t0 = t1 - data.draw(st.floats(0, 5000))
+    if t0 <= t1 < quiet:
+        assert cycle.integral(t0, t1) == 0.0
+    if -math.inf < quiet < math.inf:  # and the first run does start just after it
+        assert cycle.integral(quiet, quiet + 2e-6 * quantum) > 0
