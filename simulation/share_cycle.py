@@ -191,6 +191,18 @@ class ShareCycle:
             return math.inf
         return self.start + (self.runs[0] - 1e-6) * self.quantum
 
+    def silent_from(self) -> float:
+        """A time from which the share is 0 for good (inf if the loop runs), so `integral`
+        from any earlier time to any later one is the same float: after the last run the
+        running sums stop and the loop adds exactly 0.0. A margin of a millionth of a
+        quantum keeps a time rounding back into the last run out."""
+        runs = self.runs
+        if runs and runs[-1] >= self.loop:
+            return math.inf
+        if runs:
+            return self.start + (runs[-1] + 1 + 1e-6) * self.quantum
+        return self.start if self.first > 0 else -math.inf
+
     def reach_bound(self, t0: float, amount: float, slack: float = 0.0) -> float:
         """A time no later than `time_to(t0, amount, slack)`, and inf only when that is inf,
         from the cycle's first run and total alone: the engine times a completion exactly

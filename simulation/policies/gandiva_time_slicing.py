@@ -196,9 +196,10 @@ class GandivaTimeSlicing:
                                      self.time_slice)
             # A job already suspended that stays suspended in the whole of its server's
             # fresh plan keeps its share: most members of a crowded server (issue #22).
-            runners = self._runners(plan)
+            runners = self._runners(fresh[sid])
             suspended = self._suspended
             jobs.update(j for j in members if j not in suspended or j in runners)
+            self._let_rest(view.now, members, runners, jobs)
         for job_id in sorted(jobs, key=self._rank.__getitem__):
             if self._quanta:
                 decision = self._share_cycle(view, job_id, fresh)
@@ -231,10 +232,28 @@ class GandivaTimeSlicing:
             if plan is not None and plan.expires and abs(plan.expiry(self.time_slice) - at) < 1e-6:
                 self._touched_shares.add(sid)
 
-    def _runners(self, plan: RotationPlan) -> set[str]:
-        """The jobs whose unit has a share above 0 in some quantum of `plan`."""
+    def _let_rest(self, now: float, members: dict[str, int], runners: set[str],
+                  jobs: set[str]) -> None:
+        """Take out of `jobs` the members whose cycle has suspended them for good by `now`
+        and that stay suspended in the fresh plan: they are as if told a plain 0 (what
+        `_share_cycle` would tell a job on one server in no pack), without a decision.
+
+        The engine's arithmetic is the same to the bit: past its last run a cycle whose
+        loop never runs adds exactly 0.0, so the settle that telling would make subtracts
+        the same work a later settle does, and the job gets no completion either way."""
+        quiet, cycled, suspended = self._quiet_from, self._cycled, self._suspended
+        for job_id in members:
+            if (job_id in cycled and job_id not in runners and quiet[job_id] <= now
+                    and len(self._where[job_id]) == 1 and job_id not in self._pack_of):
+                cycled.discard(job_id)
+                suspended.add(job_id)
+                jobs.discard(job_id)
+
+    def _runners(self, cycles: dict[Unit, tuple[float, ShareCycle | None]]) -> set[str]:
+        """The jobs whose unit has a share above 0 in some quantum of a plan, from its
+        units' cycles (`unit_cycles` lists exactly those units)."""
         runners: set[str] = set()
-        for unit in set().union(*(s.ran for s in plan.slices)):
+        for unit in cycles:
             if isinstance(unit, tuple):
                 runners.update(self._packs[unit[1]].members)
             else:
@@ -272,6 +291,7 @@ class GandivaTimeSlicing:
                         return self._plain_share(view, job_id, first)
                     self._cycled.add(job_id)
                     self._suspended.discard(job_id)
+                    self._quiet_from[job_id] = cycle.silent_from()
                     return SetShare(job_id, first, cycle)
         job = view.job(job_id)
         sequence: ShareSequence | None = None
@@ -291,9 +311,10 @@ class GandivaTimeSlicing:
         rest, rest_loop = shifted((values, loop), 1)
         self._cycled.add(job_id)
         self._suspended.discard(job_id)
-        return SetShare(job_id, first, ShareCycle(
-            first, self._quantum_start + self.time_slice, self.time_slice, tuple(rest),
-            rest_loop))
+        cycle = ShareCycle(first, self._quantum_start + self.time_slice, self.time_slice,
+                           tuple(rest), rest_loop)
+        self._quiet_from[job_id] = cycle.silent_from()
+        return SetShare(job_id, first, cycle)
 
     def _plain_share(self, view: ClusterView, job_id: str, share: float) -> SetShare | None:
         """A share that stays: a plain `SetShare`, or None if the job has it already."""

@@ -236,3 +236,27 @@ def test_nothing_is_done_before_silent_until_to_the_bit(values, data):
         assert cycle.integral(t0, t1) == 0.0
     if -math.inf < quiet < math.inf:  # and the first run does start just after it
         assert cycle.integral(quiet, quiet + 2e-6 * quantum) > 0
+
+
+@settings(max_examples=500, deadline=None)
+@given(sparse_shares, st.data())
+def test_integral_stops_at_silent_from_to_the_bit(values, data):
+    """Gandiva lets a job whose cycle has suspended it for good rest without a decision:
+    a settle at any later time must subtract the same float as one at `silent_from`."""
+    loop = data.draw(st.integers(0, len(values) - 1))
+    first = data.draw(st.sampled_from([0.0, 0.5]))
+    start, quantum = data.draw(st.sampled_from([(30.0, 60.0), (7.3, 0.7), (1e6 + 0.1, 60.0)]))
+    cycle = ShareCycle(first, start, quantum, tuple(values), loop)
+    quiet = cycle.silent_from()
+    runs = [k for k, v in enumerate(values) if v]
+    if runs and runs[-1] >= loop:
+        assert quiet == math.inf
+        return
+    t0 = start + data.draw(st.floats(-100, 5000))
+    at = max(quiet, t0)
+    later = at + data.draw(st.floats(0, 1e5))
+    assert cycle.integral(t0, later) == cycle.integral(t0, at)
+    if runs:  # and the last run ends just before it
+        end = start + (runs[-1] + 1) * quantum
+        assert quiet == pytest.approx(end, abs=1e-4 * quantum)
+        assert cycle.integral(end - 1e-3 * quantum, end) > 0
