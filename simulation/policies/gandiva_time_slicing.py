@@ -63,15 +63,16 @@ class GandivaTimeSlicing:
         return 1.0
 
     def _locality_free(self, view: ClusterView, job_id: str) -> bool:
-        """Whether locality leaves the job's speed alone (`_locality` is 1.0), answered
-        per model for the models insensitive to it, without the job's view."""
+        """Whether locality leaves a job on one server at full speed (`_locality` is 1.0):
+        always for a model insensitive to it (asked per model), else unless it has more
+        than one GPU on a server of mixed sizes."""
         model = self._model_of[job_id]
         free = self._placid.get(model)
         if free is None:
             info = model_info(model)
             free = self._placid[model] = (
                 info.inter_server_locality == info.intra_server_locality == 1.0)
-        return free or self._locality(view, view.job(job_id)) == 1.0
+        return free or view.job(job_id).gpus == 1 or self._locality(view, view.job(job_id)) == 1.0
 
     def _mixed_sizes(self, view: ClusterView, sid: str) -> bool:
         """Whether server `sid` hosts jobs of more than one size; kept until its jobs

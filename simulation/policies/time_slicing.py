@@ -137,6 +137,26 @@ def turn(rotation: Sequence[Unit], old: Mapping[Unit, float], units: Mapping[Uni
     seen_running = 0  # units met with a share above 0 in `old`
     n = len(rotation)
     i = 0
+    if not running and absent is not None:  # the loop below for a boundary (every quantum
+        get = old.get  # of every plan: issue #16), where no unit keeps running or is new
+        while i < n and free >= smallest:
+            unit = rotation[i]
+            i += 1
+            before = get(unit, absent)
+            size = units[unit]
+            if before > SUSPENDED:
+                seen_running += 1
+                if size > free:
+                    shares[unit] = SUSPENDED
+                    suspends += 1
+                    continue
+            elif size > free:
+                shares[unit] = SUSPENDED
+                continue
+            free -= size
+            share = shares[unit] = resumed if before == SUSPENDED else 1.0
+            if share > SUSPENDED:
+                ran.append(unit)
     while i < n and (free >= smallest or pending):
         unit = rotation[i]
         i += 1
