@@ -8,7 +8,11 @@ about happened) and every decision it yields is checked and applied at once.
 
 Progress is settled lazily: a running job's `remaining_work` is brought up to date only when
 its allocation changes, and its completion event carries a version so a stale one is
-skipped. Utilisation is integrated between events, never by scanning servers.
+skipped. A job whose share follows a cycle is timed lazily too: a time-slicing policy re-tells
+a crowded server's jobs their cycles every few quanta, and most are re-told long before they
+could finish, so its completion goes into the heap as an `UNTIMED` entry at a cheap lower
+bound and is timed exactly only if that entry comes up first (same time, same tie order).
+Utilisation is integrated between events, never by scanning servers.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from simulation.decisions import (
     Decision,
     Launch,
     Migrate,
+    Placement,
     Preempt,
     ReclaimPlan,
     Resize,
@@ -51,6 +56,9 @@ from simulation.throughput import (
 from simulation.view import Clock, ClusterView
 
 COMPLETION, LOAN, TICK = 0, 1, 3
+# A completion not yet timed: pushed at a lower bound of its time, timed exactly (and pushed
+# as a COMPLETION with the same sequence number) when it reaches the top of the heap.
+UNTIMED = -1
 _MIN_WAKEUP = 1e-3  # a policy wakeup is never at the current instant (that would spin)
 _PROGRESS_CHECK_LOOPS = 1024  # how often the loop looks at the wall clock
 _PROGRESS_QUIET_SECONDS = 2.0  # longest wall time between two progress calls
@@ -139,6 +147,7 @@ class Simulation:
         )
         self._inference_busy_servers = 0
         self._blocking_sums: list[float] = [0.0, 0.0, 0]  # see _blocking_index
+        self._rates: dict[str, tuple[Placement, float]] = {}  # see _placement_rate
         self.loan_log: list[dict[str, object]] = []
         if self.config.scaling_mode not in SCALING_MODES:
             raise InputError(
@@ -236,6 +245,9 @@ class Simulation:
                 entry = heapq.heappop(heap)
                 if self._is_stale(entry):
                     continue
+                if entry[1] == UNTIMED:
+                    self._time_completion(entry)
+                    continue
                 self.counters.events += 1
                 if entry[1] == COMPLETION:
                     dirty |= self._complete(state.jobs[entry[3]]) and event_driven
@@ -278,15 +290,32 @@ class Simulation:
         """A completion whose job was resized, preempted or re-timed since it was pushed, or
         a wakeup replaced by a later one: it changes nothing and must not move the clock."""
         _, kind, _, job_id, version = entry
-        if kind == COMPLETION:
+        if kind <= COMPLETION:
             job = self.state.jobs[job_id]
             return job.version != version or job.status != JobStatus.RUNNING
         return kind == TICK and version != self._tick_version
 
     def _drop_stale_events(self) -> None:
+        """Pop stale entries and time the untimed completions at the top of the heap."""
         heap = self._heap
-        while heap and self._is_stale(heap[0]):
-            heapq.heappop(heap)
+        while heap:
+            if self._is_stale(heap[0]):
+                heapq.heappop(heap)
+            elif heap[0][1] == UNTIMED:
+                self._time_completion(heapq.heappop(heap))
+            else:
+                break
+
+    def _time_completion(self, entry: tuple[float, int, int, str, int]) -> None:
+        """Push the exact completion of an `UNTIMED` entry, with its sequence number: the
+        time `_reschedule_completion` would have pushed, from the same job state."""
+        bound, _, seq, job_id, version = entry
+        job = self.state.jobs[job_id]
+        at = job.time_to_work(job.last_update, max(job.remaining_work, 0.0))
+        if at < bound:
+            raise AssertionError(f"completion of {job_id} at {at} before its bound {bound}")
+        if at < math.inf:
+            heapq.heappush(self._heap, (at, COMPLETION, seq, job_id, version))
 
     def _arm_wakeup(self, now: float) -> None:
         """Keep one pending tick at the policy's `next_wakeup`, dropping a stale one."""
@@ -443,7 +472,24 @@ class Simulation:
         self.counters.decisions += 1
         now = self.clock.now
         state = self.state
-        if isinstance(decision, Launch):
+        if isinstance(decision, SetShare):  # first: time-slicing yields them by the thousand
+            job = state.jobs.get(decision.job_id)
+            if job is None or job.status is not JobStatus.RUNNING:
+                job = state.job(decision.job_id, status=JobStatus.RUNNING)
+            if not 0 <= decision.share <= 1:
+                raise InvalidDecision(f"share {decision.share} of {job.job_id} not in [0, 1]")
+            cycle = decision.cycle
+            if cycle is not None:
+                problem = cycle.problem(now)
+                if problem is None and cycle.first != decision.share:
+                    problem = f"first share {cycle.first} is not the share {decision.share}"
+                if problem is not None:
+                    raise InvalidDecision(f"share cycle of {job.job_id}: {problem}")
+            self._settle(job, now)
+            job.share = 1.0 if cycle is not None else decision.share
+            job.cycle = cycle
+            self._reschedule_completion(job)
+        elif isinstance(decision, Launch):
             job = state.job(decision.job_id, status=JobStatus.QUEUED)
             state.check_placement(job, decision.placement)
             self._dequeue(job)
@@ -499,21 +545,6 @@ class Simulation:
                 resize_overhead(job, self.config, now, grew=new_gpus > old_gpus, old_gpus=old_gpus,
                                 training_rate=training_rate)
             self._reschedule_completion(job)
-        elif isinstance(decision, SetShare):
-            job = state.job(decision.job_id, status=JobStatus.RUNNING)
-            if not 0 <= decision.share <= 1:
-                raise InvalidDecision(f"share {decision.share} of {job.job_id} not in [0, 1]")
-            cycle = decision.cycle
-            if cycle is not None:
-                problem = cycle.problem(now)
-                if problem is None and cycle.first != decision.share:
-                    problem = f"first share {cycle.first} is not the share {decision.share}"
-                if problem is not None:
-                    raise InvalidDecision(f"share cycle of {job.job_id}: {problem}")
-            self._settle(job, now)
-            job.share = 1.0 if cycle is not None else decision.share
-            job.cycle = cycle
-            self._reschedule_completion(job)
         else:
             raise InvalidDecision(f"unknown decision {decision!r}")
 
@@ -534,7 +565,12 @@ class Simulation:
         if job.join_at > job.last_update:  # new workers still preparing: their GPUs idle
             idle = min(now, job.join_at) - job.last_update
             job.overhead_gpu_seconds += max(0, job.gpus - job.join_gpus) * idle
-        done = job.work_between(job.last_update, now)
+        cycle = job.cycle
+        if (cycle is not None and now < cycle.silent_until()
+                and job.join_at <= job.last_update):
+            done = 0.0  # suspended throughout: `work_between` would add exactly 0.0
+        else:
+            done = job.work_between(job.last_update, now)
         if done > 0:
             before = job.spec.duration - job.remaining_work
             job.remaining_work -= done
@@ -551,6 +587,26 @@ class Simulation:
     def _reschedule_completion(self, job: JobState) -> None:
         job.last_update = self.clock.now
         self.state.progress_log.append(job.job_id)
+        job.rate = self._placement_rate(job) * job.share
+        if self.config.elastic_step_loss > 0 and job.spec.elastic:
+            job.rate *= imperfect_scaling(job.spec, job.workers, self.config.elastic_step_loss)
+        job.version += 1
+        work = max(job.remaining_work, 0.0)
+        if job.cycle is None:
+            at = job.time_to_work(self.clock.now, work)
+            if at < math.inf:
+                self._push(at, COMPLETION, job.job_id, job.version)
+            return
+        bound = job.completion_bound(self.clock.now, work)
+        if bound < math.inf:
+            self._push(bound, UNTIMED, job.job_id, job.version)
+
+    def _placement_rate(self, job: JobState) -> float:
+        """The job's rate at share 1 on its placement, kept per placement (a share changes
+        far more often than the GPUs under it; the tuple is held, so `is` names it)."""
+        kept = self._rates.get(job.job_id)
+        if kept is not None and kept[0] is job.placement:
+            return kept[1]
         servers = self.state.servers
         efficiency = self.config.heterogeneous_efficiency
         if efficiency is None:  # `placement_speed`'s slowest GPU, without its list
@@ -561,15 +617,9 @@ class Simulation:
                 efficiency,
                 spans_types=len({servers[slot.server].gpu_type for slot in job.placement}) > 1,
             )
-        job.rate = (
-            self.throughput.rate(job.spec.model, job.spec.num_gpus, job.gpus, speed) * job.share
-        )
-        if self.config.elastic_step_loss > 0 and job.spec.elastic:
-            job.rate *= imperfect_scaling(job.spec, job.workers, self.config.elastic_step_loss)
-        job.version += 1
-        at = job.time_to_work(self.clock.now, max(job.remaining_work, 0.0))
-        if at < math.inf:
-            self._push(at, COMPLETION, job.job_id, job.version)
+        rate = self.throughput.rate(job.spec.model, job.spec.num_gpus, job.gpus, speed)
+        self._rates[job.job_id] = (job.placement, rate)
+        return rate
 
     # -- inference side ---------------------------------------------------------------------
 

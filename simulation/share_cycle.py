@@ -180,6 +180,51 @@ class ShareCycle:
         rest = max(0.0, target - self._whole(k))
         return max(self.start + k * self.quantum + rest / self._share(self._index(k)), t0)
 
+    def silent_until(self) -> float:
+        """A time before which the share is 0 throughout, so `integral` up to it is exactly
+        0.0 (the running sums before the first run are all 0.0): the engine settles a job
+        suspended since its last settle without integrating. A margin of a millionth of a
+        quantum keeps a time rounding into the first run out."""
+        if self.first > 0:
+            return -math.inf
+        if not self.runs:
+            return math.inf
+        return self.start + (self.runs[0] - 1e-6) * self.quantum
+
+    def silent_from(self) -> float:
+        """A time from which the share is 0 for good (inf if the loop runs), so `integral`
+        from any earlier time to any later one is the same float: after the last run the
+        running sums stop and the loop adds exactly 0.0. A margin of a millionth of a
+        quantum keeps a time rounding back into the last run out."""
+        runs = self.runs
+        if runs and runs[-1] >= self.loop:
+            return math.inf
+        if runs:
+            return self.start + (runs[-1] + 1 + 1e-6) * self.quantum
+        return self.start if self.first > 0 else -math.inf
+
+    def reach_bound(self, t0: float, amount: float, slack: float = 0.0) -> float:
+        """A time no later than `time_to(t0, amount, slack)`, and inf only when that is inf,
+        from the cycle's first run and total alone: the engine times a completion exactly
+        only once this bound comes up, so a job re-told its shares before then costs no
+        search over its quanta.
+
+        The share is at most 1 and 0 before the first run, so the amount takes at least
+        `amount - slack` seconds from the first run on (less a margin far above rounding);
+        with no run in the loop the cycle ends after the runs' total. Never before `t0`."""
+        if amount <= slack:
+            return t0
+        sums = self.sums
+        ahead = max(0.0, self.start - t0) * self.first  # before `start`
+        if not self.runs or self.runs[-1] < self.loop:  # nothing repeats: a finite total
+            total = ahead + (sums[-1] if sums else 0.0)
+            if amount - slack > total * (1.0 + 1e-6) + 1e-6:
+                return math.inf
+        begin = t0
+        if self.first <= 0 and t0 < self.start and self.runs:
+            begin = self.start + self.runs[0] * self.quantum
+        return max(t0, begin + (amount - slack) * (1.0 - 1e-6) - 1e-3)
+
     def _first_reaching(self, x: float, lo: int, hi: int) -> int:
         """The least k in [lo, hi) whose prefix (`_prefix(k)`) is at least `x`, else hi:
         `bisect_left` over the prefixes of every quantum, of which only the runs change."""

@@ -156,6 +156,17 @@ class JobState:
         return start + work / self.rate
 
 
+    def completion_bound(self, t0: float, work: float) -> float:
+        """A time no later than `time_to_work(t0, work)`, inf only when that is inf: cheap
+        for a job whose share follows a cycle (`ShareCycle.reach_bound`), exact otherwise."""
+        if self.cycle is None or (self.join_at > t0 and self.join_rate > 0):
+            return self.time_to_work(t0, work)
+        if self.rate <= 0:
+            return math.inf
+        slack = ROUNDING * max(1.0, self.spec.duration) / self.rate
+        return self.cycle.reach_bound(max(t0, self.paused_until), work / self.rate, slack)
+
+
 class ClusterState:
     """Servers and jobs, with a free-GPU index per pool for best-fit placement.
 

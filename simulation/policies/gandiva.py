@@ -157,8 +157,11 @@ class Gandiva(GandivaPlacement, GandivaTimeSlicing, GandivaPacking, GandivaMigra
         self._quantum_start = -math.inf
         self._plans: dict[str, RotationPlan] = {}  # time-slicing server -> its quanta ahead
         self._cycled: set[str] = set()  # jobs whose share follows a `ShareCycle`
-        self._suspended: set[str] = set()  # jobs told a plain share of 0 (no cycle)
+        self._suspended: set[str] = set()  # jobs told a plain share of 0 (no cycle), or
+        # whose cycle suspended them for good (`_let_rest`)
+        self._quiet_from: dict[str, float] = {}  # cycled job -> its `silent_from`
         self._mixed: dict[str, bool] = {}  # server -> hosts jobs of several sizes
+        self._placid: dict[str, bool] = {}  # model -> insensitive to locality
         self._expiring: list[tuple[float, str]] = []  # (expiry, server) of expiring plans
         # What changed since when: the engine's allocation and queue logs are read up to
         # these marks; every job or pack change marks its servers in the sets below.
@@ -278,6 +281,7 @@ class Gandiva(GandivaPlacement, GandivaTimeSlicing, GandivaPacking, GandivaMigra
                 self._departed = True
                 self._cycled.discard(job_id)
                 self._suspended.discard(job_id)
+                self._quiet_from.pop(job_id, None)
                 del self._rank[job_id], self._model_of[job_id], self._gpu_util[job_id]
             self._spread.discard(job_id)
             self._grown.discard(job_id)

@@ -62,6 +62,18 @@ class GandivaTimeSlicing:
             return info.intra_server_locality
         return 1.0
 
+    def _locality_free(self, view: ClusterView, job_id: str) -> bool:
+        """Whether locality leaves a job on one server at full speed (`_locality` is 1.0):
+        always for a model insensitive to it (asked per model), else unless it has more
+        than one GPU on a server of mixed sizes."""
+        model = self._model_of[job_id]
+        free = self._placid.get(model)
+        if free is None:
+            info = model_info(model)
+            free = self._placid[model] = (
+                info.inter_server_locality == info.intra_server_locality == 1.0)
+        return free or view.job(job_id).gpus == 1 or self._locality(view, view.job(job_id)) == 1.0
+
     def _mixed_sizes(self, view: ClusterView, sid: str) -> bool:
         """Whether server `sid` hosts jobs of more than one size; kept until its jobs
         change (`_mark`), since every multi-GPU job of a crowded server asks."""
@@ -172,24 +184,30 @@ class GandivaTimeSlicing:
                 self._rotate(view, sid, boundary)
         touched, self._touched_shares = self._touched_shares, set()
         jobs: set[str] = set()
+        fresh: dict[str, dict[Unit, tuple[float, ShareCycle | None]]] = {}
         for sid in touched:
             members = view.servers[sid].jobs
             plan = self._plans.get(sid) if self._quanta else None
             if plan is None:
                 jobs.update(members)
                 continue
+            # Every plan of a touched server is fresh (quantum 0): its units' cycles are
+            # built once, for the members that take them as they are (`_share_cycle`).
+            fresh[sid] = unit_cycles(plan, self._quantum_start + self.time_slice,
+                                     self.time_slice)
             # A job already suspended that stays suspended in the whole of its server's
             # fresh plan keeps its share: most members of a crowded server (issue #22).
-            runners = self._runners(plan)
+            runners = self._runners(fresh[sid])
             suspended = self._suspended
             jobs.update(j for j in members if j not in suspended or j in runners)
+            self._let_rest(view.now, members, runners, jobs)
         for job_id in sorted(jobs, key=self._rank.__getitem__):
-            job = view.job(job_id)
             if self._quanta:
-                decision = self._share_cycle(view, job)
+                decision = self._share_cycle(view, job_id, fresh)
                 if decision is not None:
                     yield decision
                 continue
+            job = view.job(job_id)
             share = min(self._time_share(view, sid) for sid in self._where[job_id])
             share *= self._pack_factor(job_id) * self._locality(view, job)
             share = min(1.0, max(share, MIN_SHARE))
@@ -215,10 +233,28 @@ class GandivaTimeSlicing:
             if plan is not None and plan.expires and abs(plan.expiry(self.time_slice) - at) < 1e-6:
                 self._touched_shares.add(sid)
 
-    def _runners(self, plan: RotationPlan) -> set[str]:
-        """The jobs whose unit has a share above 0 in some quantum of `plan`."""
+    def _let_rest(self, now: float, members: dict[str, int], runners: set[str],
+                  jobs: set[str]) -> None:
+        """Take out of `jobs` the members whose cycle has suspended them for good by `now`
+        and that stay suspended in the fresh plan: they are as if told a plain 0 (what
+        `_share_cycle` would tell a job on one server in no pack), without a decision.
+
+        The engine's arithmetic is the same to the bit: past its last run a cycle whose
+        loop never runs adds exactly 0.0, so the settle that telling would make subtracts
+        the same work a later settle does, and the job gets no completion either way."""
+        quiet, cycled, suspended = self._quiet_from, self._cycled, self._suspended
+        for job_id in members:
+            if (job_id in cycled and job_id not in runners and quiet[job_id] <= now
+                    and len(self._where[job_id]) == 1 and job_id not in self._pack_of):
+                cycled.discard(job_id)
+                suspended.add(job_id)
+                jobs.discard(job_id)
+
+    def _runners(self, cycles: dict[Unit, tuple[float, ShareCycle | None]]) -> set[str]:
+        """The jobs whose unit has a share above 0 in some quantum of a plan, from its
+        units' cycles (`unit_cycles` lists exactly those units)."""
         runners: set[str] = set()
-        for unit in set().union(*(s.ran for s in plan.slices)):
+        for unit in cycles:
             if isinstance(unit, tuple):
                 runners.update(self._packs[unit[1]].members)
             else:
@@ -229,30 +265,36 @@ class GandivaTimeSlicing:
         """A job's share from its time-slicing share: packing and locality slow it."""
         return slowed_share(slice_share, self._pack_factor(job.job_id), self._locality(view, job))
 
-    def _share_cycle(self, view: ClusterView, job: JobView) -> SetShare | None:
-        """`job`'s share for every quantum from this one on: on each of its servers its
+    def _share_cycle(self, view: ClusterView, job_id: str,
+                     fresh: dict[str, dict[Unit, tuple[float, ShareCycle | None]]]
+                     ) -> SetShare | None:
+        """The job's share for every quantum from this one on: on each of its servers its
         unit's share in the server's plan, the lowest of them, slowed by packing and
         locality; a share that stays the same is a plain `SetShare`, and None if it is
         the share the job has (a call per member of a re-planned server: no generator).
 
-        A job on one server, in no pack and insensitive to locality there, runs at its
-        unit's shares unslowed: its cycle is the unit's, built with the fresh plan's
-        others at once (`unit_cycles`)."""
-        job_id = job.job_id
+        A job on one server, in no pack, runs at its unit's shares in the server's fresh
+        plan (`fresh`: its units' cycles): a unit that never runs in it is suspended
+        throughout, whatever slows it; one that runs takes its unit's cycle as it is
+        unless locality slows it."""
         where = self._where[job_id]
         if len(where) == 1 and job_id not in self._pack_of:
-            plan = self._plans.get(where[0])
-            if plan is not None and self._quantum_of(plan) == 0:
-                entry = unit_cycles(plan, self._quantum_start + self.time_slice,
-                                    self.time_slice).get(job_id)
-                if (entry is not None and plan.least_share >= MIN_SHARE
-                        and self._locality(view, job) == 1.0):
+            cycles = fresh.get(where[0])
+            if cycles is not None:
+                entry = cycles.get(job_id)
+                if entry is None:
+                    if self._plans[where[0]].holds(job_id):
+                        return self._plain_share(view, job_id, SUSPENDED)
+                elif (self._plans[where[0]].least_share >= MIN_SHARE
+                      and self._locality_free(view, job_id)):
                     first, cycle = entry
                     if cycle is None:
-                        return self._plain_share(job, first)
+                        return self._plain_share(view, job_id, first)
                     self._cycled.add(job_id)
                     self._suspended.discard(job_id)
+                    self._quiet_from[job_id] = cycle.silent_from()
                     return SetShare(job_id, first, cycle)
+        job = view.job(job_id)
         sequence: ShareSequence | None = None
         for sid in self._where[job_id]:
             plan = self._plans.get(sid)
@@ -266,18 +308,18 @@ class GandivaTimeSlicing:
         values = list(map(slowed.__getitem__, values))
         first = values[0]
         if len(slowed) == 1 or values.count(first) == len(values):
-            return self._plain_share(job, first)
+            return self._plain_share(view, job_id, first)
         rest, rest_loop = shifted((values, loop), 1)
         self._cycled.add(job_id)
         self._suspended.discard(job_id)
-        return SetShare(job_id, first, ShareCycle(
-            first, self._quantum_start + self.time_slice, self.time_slice, tuple(rest),
-            rest_loop))
+        cycle = ShareCycle(first, self._quantum_start + self.time_slice, self.time_slice,
+                           tuple(rest), rest_loop)
+        self._quiet_from[job_id] = cycle.silent_from()
+        return SetShare(job_id, first, cycle)
 
-    def _plain_share(self, job: JobView, share: float) -> SetShare | None:
+    def _plain_share(self, view: ClusterView, job_id: str, share: float) -> SetShare | None:
         """A share that stays: a plain `SetShare`, or None if the job has it already."""
-        job_id = job.job_id
-        if job_id in self._cycled or abs(share - job.share) > 1e-12:
+        if job_id in self._cycled or abs(share - view.job(job_id).share) > 1e-12:
             self._cycled.discard(job_id)
             if share == SUSPENDED:
                 self._suspended.add(job_id)

@@ -21,7 +21,7 @@ the units that run, not every unit of a crowded server (hundreds on the Muri tra
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 
 from simulation.share_cycle import ShareCycle
@@ -114,7 +114,7 @@ class RotationPlan:
         return total
 
 
-def turn(rotation: list[Unit], old: Mapping[Unit, float], units: Mapping[Unit, int],
+def turn(rotation: Sequence[Unit], old: Mapping[Unit, float], units: Mapping[Unit, int],
          gpus: int, running: set[Unit], resumed: float, was_running: int | None = None,
          absent: float | None = None, smallest: int | None = None) -> Slice:
     """Give the server's GPUs to `rotation`'s units in order: those in `running` keep their
@@ -137,6 +137,26 @@ def turn(rotation: list[Unit], old: Mapping[Unit, float], units: Mapping[Unit, i
     seen_running = 0  # units met with a share above 0 in `old`
     n = len(rotation)
     i = 0
+    if not running and absent is not None:  # the loop below for a boundary (every quantum
+        get = old.get  # of every plan: issue #16), where no unit keeps running or is new
+        while i < n and free >= smallest:
+            unit = rotation[i]
+            i += 1
+            before = get(unit, absent)
+            size = units[unit]
+            if before > SUSPENDED:
+                seen_running += 1
+                if size > free:
+                    shares[unit] = SUSPENDED
+                    suspends += 1
+                    continue
+            elif size > free:
+                shares[unit] = SUSPENDED
+                continue
+            free -= size
+            share = shares[unit] = resumed if before == SUSPENDED else 1.0
+            if share > SUSPENDED:
+                ran.append(unit)
     while i < n and (free >= smallest or pending):
         unit = rotation[i]
         i += 1
@@ -170,10 +190,9 @@ def boundary_turn(current: Slice, units: Mapping[Unit, int], gpus: int, resumed:
     is walked one by one."""
     ran = current.ran
     turned = set(ran)
-    head = current.rotation[:current.reached]
-    rotation = [u for u in head if u not in turned]
-    rotation.extend(current.rotation[current.reached:])
-    rotation.extend(ran)
+    reached = current.reached
+    rotation = (tuple([u for u in current.rotation[:reached] if u not in turned])
+                + current.rotation[reached:] + ran)  # a tuple: `turn` keeps it as it is
     return turn(rotation, current.shares, units, gpus, set(), resumed, len(ran), SUSPENDED,
                 smallest)
 

@@ -189,3 +189,74 @@ def test_sums_over_runs_are_the_sums_over_every_quantum_to_the_bit(values, data)
     amount = data.draw(st.floats(0.01, 3000) | st.sampled_from([kept.integral(t0, t1)]))
     slack = data.draw(st.sampled_from([0.0, 1e-9, 1e-6]))
     assert kept.time_to(t0, amount, slack) == dense.time_to(t0, amount, slack)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(sparse_shares, st.data())
+def test_reach_bound_is_never_after_time_to(values, data):
+    """The engine times a cycle's completion exactly only when this bound comes up."""
+    assume(any(values))  # `time_to` may search forever in a cycle that never runs
+    loop = data.draw(st.integers(0, len(values) - 1))
+    first = data.draw(st.sampled_from([0.0, 0.5, 1.0]))
+    start, quantum = data.draw(st.sampled_from([(30.0, 60.0), (7.3, 0.7), (1e6 + 0.1, 60.0)]))
+    cycle = ShareCycle(first, start, quantum, tuple(values), loop)
+    t0 = start + data.draw(st.floats(-100, 5000))
+    total = cycle.integral(t0, start + quantum * (len(values) + 3))
+    amount = data.draw(st.floats(0.01, 3000) | st.sampled_from([total, total + 1e-7]))
+    slack = data.draw(st.sampled_from([0.0, 1e-9, 1e-6]))
+    at = cycle.time_to(t0, amount, slack)
+    bound = cycle.reach_bound(t0, amount, slack)
+    assert t0 <= bound <= at  # inf only if `at` is, and finite when `at` is (or not far)
+
+
+def test_reach_bound_waits_for_the_first_run():
+    """Suspended until quantum 2 from 100 on: 30 share-seconds take until 220 + 30 at the
+    earliest (less the margin), and a cycle that runs 60 s in all never does 61."""
+    cycle = ShareCycle(0.0, 100.0, 60.0, (0.0, 0.0, 1.0, 0.0), loop=3)
+    assert cycle.reach_bound(50.0, 30.0) == pytest.approx(250.0, abs=2e-3)
+    assert cycle.reach_bound(50.0, 30.0) <= cycle.time_to(50.0, 30.0) == 250.0
+    assert cycle.reach_bound(50.0, 61.0) == cycle.time_to(50.0, 61.0) == math.inf
+
+
+@settings(max_examples=500, deadline=None)
+@given(sparse_shares, st.data())
+def test_nothing_is_done_before_silent_until_to_the_bit(values, data):
+    """The engine skips integrating a job suspended since its last settle: exactly 0.0."""
+    loop = data.draw(st.integers(0, len(values) - 1))
+    first = data.draw(st.sampled_from([0.0, 0.5]))
+    start, quantum = data.draw(st.sampled_from([(30.0, 60.0), (7.3, 0.7), (1e6 + 0.1, 60.0)]))
+    cycle = ShareCycle(first, start, quantum, tuple(values), loop)
+    quiet = cycle.silent_until()
+    assert quiet == (-math.inf if first else math.inf if not any(values) else pytest.approx(
+        start + values.index(next(v for v in values if v)) * quantum, abs=1e-3))
+    t1 = min(quiet, start + quantum * (len(values) + 2))
+    t1 = math.nextafter(t1, -math.inf) if t1 == quiet else t1
+    t0 = t1 - data.draw(st.floats(0, 5000))
+    if t0 <= t1 < quiet:
+        assert cycle.integral(t0, t1) == 0.0
+    if -math.inf < quiet < math.inf:  # and the first run does start just after it
+        assert cycle.integral(quiet, quiet + 2e-6 * quantum) > 0
+
+
+@settings(max_examples=500, deadline=None)
+@given(sparse_shares, st.data())
+def test_integral_stops_at_silent_from_to_the_bit(values, data):
+    """Gandiva lets a job whose cycle has suspended it for good rest without a decision:
+    a settle at any later time must subtract the same float as one at `silent_from`."""
+    loop = data.draw(st.integers(0, len(values) - 1))
+    first = data.draw(st.sampled_from([0.0, 0.5]))
+    start, quantum = data.draw(st.sampled_from([(30.0, 60.0), (7.3, 0.7), (1e6 + 0.1, 60.0)]))
+    cycle = ShareCycle(first, start, quantum, tuple(values), loop)
+    quiet = cycle.silent_from()
+    runs = [k for k, v in enumerate(values) if v]
+    if runs and runs[-1] >= loop:
+        assert quiet == math.inf
+        return
+    t0 = start + data.draw(st.floats(-100, 5000))
+    at = max(quiet, t0)
+    later = at + data.draw(st.floats(0, 1e5))
+    assert cycle.integral(t0, later) == cycle.integral(t0, at)
+    if runs:  # and the last run ends just before it
+        end = start + (runs[-1] + 1) * quantum
+        assert quiet == pytest.approx(end, abs=1e-4 * quantum)
+        assert cycle.integral(end - 1e-3 * quantum, end) > 0
