@@ -248,6 +248,10 @@ class ShareCycle:
             cycles = int((target - at_end) // per_cycle)
             base = at_end + cycles * per_cycle - at_loop  # integral at the cycle's start
             k = self._first_reaching(target - base, loop, n + 1) - 1
+            if k < loop:  # reached exactly as the last cycle ended: in its last run
+                cycles -= 1
+                base -= per_cycle
+                k = self._first_reaching(target - base, loop, n + 1) - 1
             if k >= n:  # rounding put the target past this cycle's end: take the next
                 cycles += 1
                 base += per_cycle

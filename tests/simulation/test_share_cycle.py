@@ -75,6 +75,16 @@ def test_closed_form_matches_stepping_quantum_by_quantum(values, data):
         assert cycle.integral(t0, max(t0, at - 1e-3)) < amount  # and not earlier
 
 
+def test_work_reached_as_a_cycle_ends_is_done_in_its_last_run_not_its_next_turn():
+    """Share 0.25 for one quantum, then suspended, looping from 30 s: 15 share-seconds per
+    60 s-quantum run. 30 are reached at 210 s, the end of the second run ([150, 210)); the
+    zero quantum after it must not push the answer to the next run at 270 s (Hypothesis
+    found this: the cycle count rounded down onto the boundary)."""
+    cycle = ShareCycle(0.0, 30.0, 60.0, (0.25, 0.0), 0)
+    assert cycle.time_to(0.0, 30.0) == 210.0
+    assert cycle.time_to(0.0, 45.0) == 330.0
+
+
 def test_work_done_but_for_rounding_ends_with_its_quantum_not_its_next_turn():
     """Running at 1 until 60, then suspended one quantum, then running again: 60 + 1e-9
     share-seconds are done at 60 when up to 1e-6 counts as done, else at 120 + 1e-9."""
