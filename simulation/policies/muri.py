@@ -214,6 +214,12 @@ class Muri(MuriSelection, MuriGrouping, MuriPlacement, Policy):
             if job_id in queue:
                 self._wait(view, queue[job_id])
 
+    def _plan_epoch(self, view: ClusterView) -> tuple[ClusterView, int, int]:
+        """What plans read of the state besides the selected jobs: the view, its allocation
+        log (every job started, stopped or ended) and the count of group changes (a pinned
+        job may change group in place)."""
+        return view, view.allocations_since(self._alloc_mark)[1], self._retokened
+
     # -- the round ---------------------------------------------------------------------------
 
     def schedule(self, view: ClusterView) -> Iterator[Decision]:

@@ -74,8 +74,8 @@ def group_overhead_factors(setting: str) -> tuple[float, ...]:
 
 
 class MuriGrouping:
-    """Profiles, grouping and shares, mixed into `Muri` (which sets the parameters, `config`
-    and `_groupable`)."""
+    """Profiles, grouping and shares, mixed into `Muri` (which sets the parameters, `config`,
+    `_groupable` and `_plan_epoch`)."""
 
     resource_types: int
     profiling_noise: float
@@ -95,6 +95,13 @@ class MuriGrouping:
         # believed stages, solo iteration time and stage count (what matchings read of it)
         self._places: dict[JobView, tuple[tuple[float, str], BucketKey]] = {}
         self._matching_inputs: dict[JobView, tuple[tuple[float, ...], float, int]] = {}
+        # the plans of the current `_plan_epoch`, by (capacity, selected jobs as a set)
+        self._epoch: object = None
+        self._epoch_plans: dict[tuple[int, frozenset[JobView]], list[list[JobView]]] = {}
+
+    def _plan_epoch(self, view: ClusterView) -> object:
+        """A value that changes whenever a job starts, stops or changes group."""
+        raise NotImplementedError
 
     def profile(self, job: JobView) -> tuple[tuple[float, ...], tuple[float, ...], float] | None:
         """(true stages, believed stages, solo iteration time); None = ungroupable."""
@@ -165,6 +172,34 @@ class MuriGrouping:
         """
         if not any(self._groupable(job) for job in selected):
             return [[job] for job in selected]
+        rank = {job: i for i, job in enumerate(selected)}
+        groups = [members if len(members) == 1 else sorted(members, key=rank.__getitem__)
+                  for members in self._planned(view, selected, capacity, formed)]
+        groups.sort(key=lambda g: rank[g[0]])
+        return groups
+
+    def _planned(self, view: ClusterView, selected: list[JobView], capacity: int,
+                 formed: list[list[str]] | None) -> list[list[JobView]]:
+        """`plan_groups`' groups in no particular order, each member's order unspecified.
+
+        Plans are remembered by everything they read (`_plans`). While no job starts,
+        stops or changes group (`_plan_epoch`) they are also remembered by the selected
+        jobs as a set and the capacity alone: a full regroup whose selection only
+        reorders (most of those past the selection's horizon on muri_trace2) then finds
+        its plan without sorting the jobs into buckets and building that key. (`formed`
+        groups depend on the selection's order: such calls are not remembered so.)"""
+        epoch_key = None
+        if not formed:
+            epoch = self._plan_epoch(view)
+            if epoch != self._epoch:
+                self._epoch = epoch
+                self._epoch_plans.clear()
+            epoch_key = (capacity, frozenset(selected))
+            found = self._epoch_plans.get(epoch_key)
+            if found is not None:
+                return found
+            if len(self._epoch_plans) >= 64:
+                self._epoch_plans.clear()
         places = self._places
         for job in selected:
             if job not in places:
@@ -197,17 +232,13 @@ class MuriGrouping:
             if len(self._plans) >= 256:
                 self._plans.clear()
             self._plans[cache_key] = grouped
-        rank = {job: i for i, job in enumerate(selected)}
-        groups = []
-        for key, bucket_groups in zip(keys, grouped, strict=True):
-            jobs = by_bucket[key]
-            for members in bucket_groups:
-                if len(members) == 1:
-                    groups.append([jobs[members[0]]])
-                else:
-                    groups.append(sorted([jobs[i] for i in members], key=rank.__getitem__))
-        groups.sort(key=lambda g: rank[g[0]])
-        return groups
+        plan = [[jobs[i] for i in members]
+                for jobs, bucket_groups in zip((by_bucket[key] for key in keys), grouped,
+                                               strict=True)
+                for members in bucket_groups]
+        if epoch_key is not None:
+            self._epoch_plans[epoch_key] = plan
+        return plan
 
     @staticmethod
     def _still_needed(view: ClusterView, selected: list[JobView], formed: list[list[str]],
