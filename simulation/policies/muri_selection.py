@@ -291,7 +291,7 @@ class MuriSelection:
                 or kept.lent != self._free.lent):
             return None
         if kept.horizon is None:
-            running = sorted(entry for entries in kept.running.values() for entry in entries)
+            running = sorted(chain.from_iterable(kept.running.values()))  # sorted runs
             kept.horizon = self.selection_horizon(view, running, kept.at)
         return kept.selected if view.now < kept.horizon else None
 
