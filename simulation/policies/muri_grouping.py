@@ -92,9 +92,10 @@ class MuriGrouping:
         self._periods: dict[tuple[tuple[tuple[float, ...], tuple[float, ...]], ...], float] = {}
         self._memo: MatchingMemo | None = MatchingMemo()
         # per job (one view each): its place in submit order and its bucket; its padded
-        # believed stages, solo iteration time and stage count (what matchings read of it)
+        # believed stages, solo iteration time, stage count, whether it has a profile and
+        # whether it is preemptible (what matchings read of it that never changes)
         self._places: dict[JobView, tuple[tuple[float, str], BucketKey]] = {}
-        self._matching_inputs: dict[JobView, tuple[tuple[float, ...], float, int]] = {}
+        self._matching_inputs: dict[JobView, tuple[tuple[float, ...], float, int, bool, bool]] = {}
         # the plans of the current `_plan_epoch`, by (capacity, selected jobs as a set)
         self._epoch: object = None
         self._epoch_plans: dict[tuple[int, frozenset[JobView]], list[list[JobView]]] = {}
@@ -274,10 +275,11 @@ class MuriGrouping:
         return [together[key] for key in keys]
 
     def _bucket(self, key: BucketKey, jobs: list[JobView]) -> Bucket:
-        rows = []
-        solo = []
-        counts = []
+        """`jobs` as a matching reads them, in one pass: what never changes of a job kept
+        (`_matching_inputs`), whether it runs (and in which group) read afresh."""
+        rows, solo, counts, groupable, running = [], [], [], [], []
         inputs = self._matching_inputs
+        group_of = self._group_of
         for job in jobs:
             found = inputs.get(job)
             if found is None:
@@ -285,19 +287,22 @@ class MuriGrouping:
                 believed = profile[1] if profile else ()
                 found = inputs[job] = (pad_stages(believed, self.resource_types),
                                        profile[2] if profile else 0.0,
-                                       len(believed) if profile else self.resource_types)
+                                       len(believed) if profile else self.resource_types,
+                                       profile is not None, job.spec.preemptible)
             rows.append(found[0])
             solo.append(found[1])
             counts.append(found[2])
+            runs = job.status == _RUNNING
+            groupable.append(found[3] and (found[4] or not runs))  # `_groupable`
+            running.append(group_of.get(job.job_id, -1) if runs else -1)
         return Bucket(
             gpus=key[0],
             stages=np.array(rows, dtype=float),
             solo=np.array(solo, dtype=float),
             ranks=list(range(len(jobs))),
-            groupable=[self._groupable(j) for j in jobs],
+            groupable=groupable,
             stage_counts=counts,
-            running_group=[self._group_of.get(j.job_id, -1) if j.status == _RUNNING else -1
-                           for j in jobs] if self.ties == "keep" else None,
+            running_group=running if self.ties == "keep" else None,
         )
 
     def _fitting_groups(self, view: ClusterView, selected: list[JobView], capacity: int,
