@@ -214,6 +214,12 @@ class Muri(MuriSelection, MuriGrouping, MuriPlacement, Policy):
             if job_id in queue:
                 self._wait(view, queue[job_id])
 
+    def _plan_epoch(self, view: ClusterView) -> tuple[ClusterView, int, int]:
+        """What plans read of the state besides the selected jobs: the view, its allocation
+        log (every job started, stopped or ended) and the count of group changes (a pinned
+        job may change group in place)."""
+        return view, view.allocations_since(self._alloc_mark)[1], self._retokened
+
     # -- the round ---------------------------------------------------------------------------
 
     def schedule(self, view: ClusterView) -> Iterator[Decision]:
@@ -385,27 +391,32 @@ class MuriS(Muri):
             entries[max(0, bisect_left(entries, first) - 1):bisect_left(entries, running[-1])]
             for entries in self._waiting.values()))
         horizon = math.inf
-        ahead: tuple[bool, float, float] | None = None  # (flag, key, slope) of the last one
+        lines = self._priority_lines
+        ahead = None  # the pinned flag, key and slope of the entry before, once there is one
+        ahead_key = ahead_slope = 0.0
+        index = 0  # where the entry would go among `waiting` (entries rise: so does it)
         for entry in running:
-            line = self._line(jobs, entry[-1])
+            line = lines.get(entry[-1]) or self._line(jobs, entry[-1])
             if line is None:
                 return at
             slope = line[2] * line[3] * line[4]  # rate × prediction scale × GPUs
             key = entry[1][0]
-            margin = 1e-9 * max(abs(key), 1.0)
-            if ahead is not None and ahead[0] == entry[0]:
-                gap = key - ahead[1] - margin
+            size = key if key >= 0.0 else -key
+            margin = 1e-9 * (size if size > 1.0 else 1.0)
+            flag = entry[0]
+            if ahead is not None and ahead == flag:
+                gap = key - ahead_key - margin
                 if gap <= 0:
                     return at
-                if slope > ahead[2]:
-                    horizon = min(horizon, at + gap / (slope - ahead[2]))
-            if entry[0] and (index := bisect_left(waiting, entry)):  # the queued one before
+                if slope > ahead_slope and (until := at + gap / (slope - ahead_slope)) < horizon:
+                    horizon = until
+            if flag and (index := bisect_left(waiting, entry, index)):  # the queued one before
                 gap = key - waiting[index - 1][1][0] - margin
                 if gap <= 0:
                     return at
-                if slope > 0:
-                    horizon = min(horizon, at + gap / slope)
-            ahead = (entry[0], key, slope if line[1] <= at else 0.0)
+                if slope > 0 and (until := at + gap / slope) < horizon:
+                    horizon = until
+            ahead, ahead_key, ahead_slope = flag, key, slope if line[1] <= at else 0.0
         return horizon
 
 

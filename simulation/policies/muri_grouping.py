@@ -74,8 +74,8 @@ def group_overhead_factors(setting: str) -> tuple[float, ...]:
 
 
 class MuriGrouping:
-    """Profiles, grouping and shares, mixed into `Muri` (which sets the parameters, `config`
-    and `_groupable`)."""
+    """Profiles, grouping and shares, mixed into `Muri` (which sets the parameters, `config`,
+    `_groupable` and `_plan_epoch`)."""
 
     resource_types: int
     profiling_noise: float
@@ -92,9 +92,17 @@ class MuriGrouping:
         self._periods: dict[tuple[tuple[tuple[float, ...], tuple[float, ...]], ...], float] = {}
         self._memo: MatchingMemo | None = MatchingMemo()
         # per job (one view each): its place in submit order and its bucket; its padded
-        # believed stages, solo iteration time and stage count (what matchings read of it)
+        # believed stages, solo iteration time, stage count, whether it has a profile and
+        # whether it is preemptible (what matchings read of it that never changes)
         self._places: dict[JobView, tuple[tuple[float, str], BucketKey]] = {}
-        self._matching_inputs: dict[JobView, tuple[tuple[float, ...], float, int]] = {}
+        self._matching_inputs: dict[JobView, tuple[tuple[float, ...], float, int, bool, bool]] = {}
+        # the plans of the current `_plan_epoch`, by (capacity, selected jobs as a set)
+        self._epoch: object = None
+        self._epoch_plans: dict[tuple[int, frozenset[JobView]], list[list[JobView]]] = {}
+
+    def _plan_epoch(self, view: ClusterView) -> object:
+        """A value that changes whenever a job starts, stops or changes group."""
+        raise NotImplementedError
 
     def profile(self, job: JobView) -> tuple[tuple[float, ...], tuple[float, ...], float] | None:
         """(true stages, believed stages, solo iteration time); None = ungroupable."""
@@ -165,6 +173,34 @@ class MuriGrouping:
         """
         if not any(self._groupable(job) for job in selected):
             return [[job] for job in selected]
+        rank = {job: i for i, job in enumerate(selected)}
+        groups = [members if len(members) == 1 else sorted(members, key=rank.__getitem__)
+                  for members in self._planned(view, selected, capacity, formed)]
+        groups.sort(key=lambda g: rank[g[0]])
+        return groups
+
+    def _planned(self, view: ClusterView, selected: list[JobView], capacity: int,
+                 formed: list[list[str]] | None) -> list[list[JobView]]:
+        """`plan_groups`' groups in no particular order, each member's order unspecified.
+
+        Plans are remembered by everything they read (`_plans`). While no job starts,
+        stops or changes group (`_plan_epoch`) they are also remembered by the selected
+        jobs as a set and the capacity alone: a full regroup whose selection only
+        reorders (most of those past the selection's horizon on muri_trace2) then finds
+        its plan without sorting the jobs into buckets and building that key. (`formed`
+        groups depend on the selection's order: such calls are not remembered so.)"""
+        epoch_key = None
+        if not formed:
+            epoch = self._plan_epoch(view)
+            if epoch != self._epoch:
+                self._epoch = epoch
+                self._epoch_plans.clear()
+            epoch_key = (capacity, frozenset(selected))
+            found = self._epoch_plans.get(epoch_key)
+            if found is not None:
+                return found
+            if len(self._epoch_plans) >= 64:
+                self._epoch_plans.clear()
         places = self._places
         for job in selected:
             if job not in places:
@@ -197,17 +233,13 @@ class MuriGrouping:
             if len(self._plans) >= 256:
                 self._plans.clear()
             self._plans[cache_key] = grouped
-        rank = {job: i for i, job in enumerate(selected)}
-        groups = []
-        for key, bucket_groups in zip(keys, grouped, strict=True):
-            jobs = by_bucket[key]
-            for members in bucket_groups:
-                if len(members) == 1:
-                    groups.append([jobs[members[0]]])
-                else:
-                    groups.append(sorted([jobs[i] for i in members], key=rank.__getitem__))
-        groups.sort(key=lambda g: rank[g[0]])
-        return groups
+        plan = [[jobs[i] for i in members]
+                for jobs, bucket_groups in zip((by_bucket[key] for key in keys), grouped,
+                                               strict=True)
+                for members in bucket_groups]
+        if epoch_key is not None:
+            self._epoch_plans[epoch_key] = plan
+        return plan
 
     @staticmethod
     def _still_needed(view: ClusterView, selected: list[JobView], formed: list[list[str]],
@@ -243,10 +275,11 @@ class MuriGrouping:
         return [together[key] for key in keys]
 
     def _bucket(self, key: BucketKey, jobs: list[JobView]) -> Bucket:
-        rows = []
-        solo = []
-        counts = []
+        """`jobs` as a matching reads them, in one pass: what never changes of a job kept
+        (`_matching_inputs`), whether it runs (and in which group) read afresh."""
+        rows, solo, counts, groupable, running = [], [], [], [], []
         inputs = self._matching_inputs
+        group_of = self._group_of
         for job in jobs:
             found = inputs.get(job)
             if found is None:
@@ -254,19 +287,22 @@ class MuriGrouping:
                 believed = profile[1] if profile else ()
                 found = inputs[job] = (pad_stages(believed, self.resource_types),
                                        profile[2] if profile else 0.0,
-                                       len(believed) if profile else self.resource_types)
+                                       len(believed) if profile else self.resource_types,
+                                       profile is not None, job.spec.preemptible)
             rows.append(found[0])
             solo.append(found[1])
             counts.append(found[2])
+            runs = job.status == _RUNNING
+            groupable.append(found[3] and (found[4] or not runs))  # `_groupable`
+            running.append(group_of.get(job.job_id, -1) if runs else -1)
         return Bucket(
             gpus=key[0],
             stages=np.array(rows, dtype=float),
             solo=np.array(solo, dtype=float),
             ranks=list(range(len(jobs))),
-            groupable=[self._groupable(j) for j in jobs],
+            groupable=groupable,
             stage_counts=counts,
-            running_group=[self._group_of.get(j.job_id, -1) if j.status == _RUNNING else -1
-                           for j in jobs] if self.ties == "keep" else None,
+            running_group=running if self.ties == "keep" else None,
         )
 
     def _fitting_groups(self, view: ClusterView, selected: list[JobView], capacity: int,

@@ -42,6 +42,7 @@ class MuriPlacement:
         # so at a reset and each job given such a share; `_any_slowed` and `_sync` prune it.
         self._slowed: set[str] = set()
         self._dirty: set[str] = set()  # servers whose free GPUs need recounting
+        self._retokened = 0  # changes to `_group_key` so far (`Muri._plan_epoch`)
 
     def _track(self, job_id: str, placement: Placement) -> None:
         """Count running `job_id` in its group: members beyond the first hold no GPUs of
@@ -55,6 +56,7 @@ class MuriPlacement:
             return
         self._untrack(job_id)
         self._group_key[job_id] = token
+        self._retokened += 1
         count = self._members[token] = self._members.get(token, 0) + 1
         self._group_placement[token] = placement
         for slot in placement:
@@ -66,6 +68,7 @@ class MuriPlacement:
         token = self._group_key.pop(job_id, None)
         if token is None:
             return
+        self._retokened += 1
         placement = self._group_placement[token]
         count = self._members[token] = self._members[token] - 1
         if not count:

@@ -12,9 +12,9 @@
 
 A round reads only what it needs (issue #22): the queued jobs of each bucket stay sorted
 across rounds (a queued job's priority cannot change while it waits), each round sorts the
-running jobs afresh and walks buckets by index (a running entry's place among the queued
-ones is one bisection), in the order one sort of every job would give, until the cluster
-is claimed. A queue out of trace order
+running jobs afresh, merges them with as much of each bucket's queue as the walk can read,
+and walks the buckets' leaders in the order one sort of every job would give, until the
+cluster is claimed. A queue out of trace order
 (`ClusterView.queue_in_submit_order`) or Muri-L with promotion, whose keys change while
 jobs wait, sort every job as written (`select`).
 
@@ -29,6 +29,7 @@ from __future__ import annotations
 import heapq
 from bisect import bisect_left, insort
 from dataclasses import dataclass
+from itertools import chain
 
 from simulation.state import JobStatus
 from simulation.view import ClusterView, JobView
@@ -48,27 +49,37 @@ def bucket_key(job: JobView) -> BucketKey:
 
 class _Stream:
     """One bucket's jobs in the round's order: its running jobs (sorted this round) merged
-    with its queued jobs (kept sorted across rounds), read by index without copying the
-    queue: the i-th running entry sits at merged index i + the queued entries before it."""
+    with its queued jobs (kept sorted across rounds), as far as the walk can read.
 
-    __slots__ = ("running", "queued", "running_at", "length")
+    A walk gives a bucket of g-GPU jobs at most capacity // g leaders, each claiming itself
+    and the next k - 1 entries while they are groupable, so it reads at most
+    (capacity // g) · k + 1 entries: only that prefix of the queue is merged (one sort of
+    two sorted runs, in C). A walk reading further (past ungroupable entries) merges the
+    rest (`grow`)."""
 
-    def __init__(self, running: list[Entry], queued: list[Entry]) -> None:
+    __slots__ = ("gpus", "running", "queued", "entries", "whole", "head", "reached")
+
+    def __init__(self, gpus: int, running: list[Entry], queued: list[Entry], needed: int
+                 ) -> None:
+        self.gpus = gpus
         self.running = running
         self.queued = queued
-        self.running_at = [bisect_left(queued, entry) + i for i, entry in enumerate(running)]
-        self.length = len(running) + len(queued)
+        self.whole = not running or len(queued) <= needed
+        if not running:
+            self.entries = queued  # read only
+        elif self.whole:
+            self.entries = sorted(running + queued)
+        else:  # the first `needed` of both merged: no later queued entry comes before them
+            self.entries = sorted(running + queued[:needed])[:needed]
+        self.head = 0  # index of the bucket's first unclaimed entry, once it leads
+        self.reached: list[Entry] = []  # its claimed entries, in order
 
-    def at(self, index: int) -> Entry | None:
-        if index >= self.length:
-            return None
-        running_at = self.running_at
-        if not running_at or index < running_at[0]:
-            return self.queued[index]
-        before = bisect_left(running_at, index)  # running entries ahead of `index`
-        if before < len(running_at) and running_at[before] == index:
-            return self.running[before]
-        return self.queued[index - before]
+    def grow(self) -> list[Entry]:
+        """Every entry of the bucket, merged."""
+        if not self.whole:
+            self.whole = True
+            self.entries = sorted(self.running + self.queued)
+        return self.entries
 
 
 @dataclass(slots=True)
@@ -144,51 +155,61 @@ class MuriSelection:
 
     def _reach(self, view: ClusterView, running: dict[BucketKey, list[Entry]], capacity: int
                ) -> list[Entry]:
-        """The entries `select` claims or passes over, in order, walking the buckets lazily.
+        """The entries `select` claims, in order, walking the buckets lazily.
 
         `select` skips a job larger than its remaining budget and claims, with each leader,
         the next k - 1 groupable jobs of its bucket; a bucket whose jobs no longer fit the
-        budget is done, so only the heads of the buckets still in play are compared.
+        budget is done. Claims stay inside a bucket, so each bucket's next leader is its
+        first unclaimed entry: only the buckets' leaders are compared, in a heap.
         """
-        streams: dict[BucketKey, _Stream] = {}
-        heads: list[tuple[Entry, int, BucketKey]] = []
+        k = self.max_group_size
+        streams: list[_Stream] = []
+        heads: list[tuple[Entry, int]] = []
         for key in {*running, *self._waiting}:
             if key[0] <= capacity:
-                stream = _Stream(running.get(key, []), self._waiting.get(key, []))
-                if stream.length:
-                    streams[key] = stream
-                    heads.append((stream.at(0), 0, key))
-        heapq.heapify(heads)
+                stream = _Stream(key[0], running.get(key, []), self._waiting.get(key, []),
+                                 capacity // key[0] * k + 1)
+                if stream.entries:
+                    heads.append((stream.entries[0], len(streams)))
+                    streams.append(stream)
+        heapq.heapify(heads)  # entries are unique: the stream index never breaks a tie
         claimed: set[str] = set()
-        reached: list[Entry] = []
+        groupable = self._entry_groupable
         budget = capacity
         while heads and budget > 0:
-            entry, index, key = heads[0]
-            stream = streams[key]
-            job_id = entry[-1]
-            if job_id not in claimed:
-                if key[0] > budget:
-                    heapq.heappop(heads)
-                    continue  # no job of this bucket fits any more
-                budget -= key[0]
-                claimed.add(job_id)
-                reached.append(entry)
-                if self._entry_groupable(view, entry):
-                    room, ahead = self.max_group_size - 1, index + 1
-                    while room and (other := stream.at(ahead)) is not None:
-                        if other[-1] not in claimed and self._entry_groupable(view, other):
-                            claimed.add(other[-1])
-                            reached.append(other)
-                            room -= 1
-                        ahead += 1
-            index += 1
-            following = stream.at(index)
-            if following is None:
+            entry, at = heads[0]
+            stream = streams[at]
+            if stream.gpus > budget:
                 heapq.heappop(heads)
-            else:  # the head's successor replaces it: one sift instead of two
-                heapq.heapreplace(heads, (following, index, key))
-        reached.sort()
-        return reached
+                continue  # no job of this bucket fits any more
+            budget -= stream.gpus
+            claimed.add(entry[-1])
+            reached = stream.reached
+            reached.append(entry)
+            entries = stream.entries
+            index = stream.head
+            if groupable(view, entry):
+                room, ahead = k - 1, index + 1
+                while room:
+                    if ahead >= len(entries) and ahead >= len(entries := stream.grow()):
+                        break
+                    other = entries[ahead]
+                    if other[-1] not in claimed and groupable(view, other):
+                        claimed.add(other[-1])
+                        reached.append(other)
+                        room -= 1
+                    ahead += 1
+            index += 1
+            while True:  # the bucket's next leader: its first unclaimed entry
+                if index >= len(entries) and index >= len(entries := stream.grow()):
+                    heapq.heappop(heads)
+                    break
+                if entries[index][-1] not in claimed:
+                    stream.head = index
+                    heapq.heapreplace(heads, (entries[index], at))  # one sift, not two
+                    break
+                index += 1
+        return sorted(chain.from_iterable(stream.reached for stream in streams))
 
     def select(self, view: ClusterView, ordered: list[JobView], capacity: int) -> list[JobView]:
         """Algorithm 1 lines 1–7: the first jobs that can fill the cluster in k-job groups."""
@@ -270,7 +291,7 @@ class MuriSelection:
                 or kept.lent != self._free.lent):
             return None
         if kept.horizon is None:
-            running = sorted(entry for entries in kept.running.values() for entry in entries)
+            running = sorted(chain.from_iterable(kept.running.values()))  # sorted runs
             kept.horizon = self.selection_horizon(view, running, kept.at)
         return kept.selected if view.now < kept.horizon else None
 

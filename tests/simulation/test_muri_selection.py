@@ -1,7 +1,11 @@
 """Muri's kept selection (issue #16): a full regroup re-uses the last selection while nothing
-it depends on changed and the priority order cannot have changed (`selection_horizon`)."""
+it depends on changed and the priority order cannot have changed (`selection_horizon`); and
+the selection's walk over merged bucket prefixes (`MuriSelection._reach`) claims what one
+pass over every job sorted claims."""
 
 from __future__ import annotations
+
+import random
 
 import pytest
 
@@ -103,3 +107,74 @@ def test_kept_selections_decide_as_fresh_ones(kept, fresh, params, seed, lending
     keeping = kept(**params)
     assert outcome(keeping, jobs, lending) == outcome(fresh(**params), jobs, lending)
     assert keeping.kept > 0  # the shortcut was taken
+
+
+class _WalkWithFlags(MuriS):
+    """Muri-S whose entries' groupability is given (the walk reads nothing else of a job)."""
+
+    def __init__(self, groupable: dict[str, bool], **values: object) -> None:
+        super().__init__(**values)
+        self._flags = groupable
+
+    def _entry_groupable(self, view, entry) -> bool:
+        return self._flags[entry[-1]]
+
+
+def _walk_by_definition(buckets, groupable, capacity, k):
+    """`select` over entries: every entry sorted; each one that fits leads and claims the
+    next k - 1 unclaimed groupable entries of its bucket."""
+    ordered = sorted(entry for entries in buckets.values() for entry in entries)
+    bucket_of = {entry[-1]: key for key, entries in buckets.items() for entry in entries}
+    per_bucket = {key: sorted(entries) for key, entries in buckets.items()}
+    claimed: set[str] = set()
+    budget = capacity
+    for entry in ordered:
+        key = bucket_of[entry[-1]]
+        if entry[-1] in claimed or key[0] > budget:
+            continue
+        budget -= key[0]
+        claimed.add(entry[-1])
+        if groupable[entry[-1]]:
+            room = k - 1
+            for other in per_bucket[key][per_bucket[key].index(entry) + 1:]:
+                if room and other[-1] not in claimed and groupable[other[-1]]:
+                    claimed.add(other[-1])
+                    room -= 1
+        if budget <= 0:
+            break
+    return [entry for entry in ordered if entry[-1] in claimed]
+
+
+@pytest.mark.parametrize("seed", range(200))
+def test_the_walk_claims_what_one_pass_over_every_job_claims(seed):
+    # Random buckets of running (some pinned) and queued entries, priorities on a coarse
+    # grid (ties broken by the later fields), some jobs ungroupable (up to 70 %: the walk
+    # then reads past the merged prefix), every k and capacity.
+    rng = random.Random(seed)
+    k = rng.randint(1, 4)
+    share = rng.choice((0.3, 0.8, 1.0))  # of jobs groupable
+    running: dict = {}
+    waiting: dict = {}
+    groupable: dict[str, bool] = {}
+    for gpus in rng.sample((1, 2, 4, 8), rng.choice((1, 1, 2, 4))):
+        key = (gpus, 1, "", "")
+        for i in range(rng.randint(0, 40)):
+            job_id = f"r{gpus}-{i}"
+            pinned = rng.random() < 0.1
+            running.setdefault(key, []).append(
+                (not pinned, (float(rng.randint(0, 30)), 0.0), 0, rng.randint(0, 99), job_id))
+            groupable[job_id] = not pinned and rng.random() < share
+        for i in range(rng.randint(0, 300)):
+            job_id = f"q{gpus}-{i}"
+            waiting.setdefault(key, []).append(
+                (True, (float(rng.randint(0, 30)), 0.0), 1, i, job_id))
+            groupable[job_id] = rng.random() < share
+    for entries in (*running.values(), *waiting.values()):
+        entries.sort()
+    capacity = rng.choice((rng.randint(1, 8), rng.randint(1, 64)))
+    policy = _WalkWithFlags(groupable, max_group_size=k)
+    policy._waiting = waiting
+    everything = {key: running.get(key, []) + waiting.get(key, [])
+                  for key in {*running, *waiting}}
+    assert (policy._reach(None, running, capacity)
+            == _walk_by_definition(everything, groupable, capacity, k))

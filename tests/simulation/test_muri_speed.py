@@ -22,9 +22,11 @@ from simulation.interleaving import pad_stages
 from simulation.interleaving_grouping import (
     Bucket,
     GroupingConfig,
+    MatchingMemo,
     MergePeriods,
     _distinct_merge_periods,
     _edge_weights,
+    _matched_pairs,
     _remembered_edge_weights,
     max_weight_pairs,
 )
@@ -189,6 +191,28 @@ def test_remembered_edge_weights_are_the_plain_ones_to_the_bit(seed, k):
         assert np.array_equal(remembered, plain)
         merges += (plain > 0).sum()
     assert merges > 0
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_remembered_matchings_are_the_plain_ones_whatever_groups_run(seed):
+    # A few buckets and groupings, each matched under several running groups (ties=keep):
+    # the memo keeps one weight matrix per bucket and grouping, and every matching must
+    # be the one computed from scratch, pairs and weights.
+    rng = random.Random(seed)
+    config = GroupingConfig(max_group=4, overhead=(1.33, 1.5, 1.37))
+    memo = MatchingMemo()
+    cases = []
+    for _ in range(3):
+        jobs = rng.randint(2, 30)
+        bucket = _random_bucket(rng, jobs, 4)
+        cases += [(bucket, _random_groups(rng, jobs)) for _ in range(2)]
+    for _ in range(4):
+        for bucket, groups in cases:
+            running = replace(bucket, running_group=[rng.choice((-1, 7, 8, 9))
+                                                     for _ in range(len(bucket.solo))])
+            assert (memo.pairs(running, groups, config)
+                    == _matched_pairs(running, groups, config))
+    assert len(memo._weights) == len(cases)  # weights re-used across running groups
 
 
 @pytest.mark.parametrize("seed", range(6))
