@@ -100,7 +100,8 @@ def test_work_done_but_for_rounding_ends_with_its_quantum_not_its_next_turn():
 
 class DenseShareCycle:
     """The definition the kept cycle must match bit for bit: running sums over every
-    quantum, zeros included (the implementation before cycles kept only their runs)."""
+    quantum, zeros included (the implementation before cycles kept only their runs, with
+    the boundary fix of `ShareCycle._quantum_reaching` applied to both)."""
 
     def __init__(self, first, start, quantum, shares, loop=0):
         self.first, self.start, self.quantum, self.shares, self.loop = (
@@ -163,6 +164,10 @@ class DenseShareCycle:
             cycles = int((target - prefix[n]) // per_cycle)
             base = prefix[n] + cycles * per_cycle - prefix[loop]
             k = bisect_left(prefix, target - base, loop, n + 1) - 1
+            if k < loop:  # reached exactly as the last cycle ended (fixed in both)
+                cycles -= 1
+                base -= per_cycle
+                k = bisect_left(prefix, target - base, loop, n + 1) - 1
             if k >= n:
                 cycles += 1
                 base += per_cycle
