@@ -21,8 +21,8 @@ it takes in each, in the spirit of the Kubernetes scheduler framework's extensio
 Every registered policy is a composition: its capacity stage is its paper's reclaim strategy
 (`Policy.engine_defaults`, else the engine's), and it decides the layers in `Policy.layers`
 itself, as one stage named after it: ordering, allocation and placement for the papers'
-policies, ordering and placement for the baselines (FIFO, SJF, SRTF, SRSF, Tiresias) and
-SIA's queue policies, whose allocation stage is `requested`. A
+policies, ordering and placement for the baselines (FIFO, SJF, SRTF, SRSF, Tiresias),
+Themis and SIA's queue policies, whose allocation stage is `requested`. A
 composition names a policy and then the stages that replace its own, joined by `+`:
 ``elastic-tiresias+aryl-loan`` is EDL's Elastic-Tiresias whose loaned servers are returned
 by Aryl's reclaim. Each layer takes at most one stage; an unknown name or a second stage for

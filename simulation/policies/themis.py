@@ -413,6 +413,7 @@ def auction_participants(contenders: int, fairness_knob: float) -> int:
 @register
 class Themis(Policy):
     name = "themis"
+    layers = ("ordering", "placement")  # winners run at their requested size
     description = "Finish-time fairness (ρ) with leases; GPUs change hands only at lease ends."
     paper = "Themis NSDI'20 §3-§5 (simplified auction); Muri SIGCOMM'22 §6 baseline"
     params = (

@@ -163,6 +163,21 @@ def test_edl_expand_gives_srtf_s_elastic_job_the_gpus_nobody_waits_for() -> None
     assert expanded.summary["scaling_ops"] == 4  # grow at 0, back and grow at 100, grow at 200
 
 
+OPEN_ALLOCATION = sorted(name for name, cls in registry().items()
+                         if "allocation" not in cls.layers)
+
+
+@pytest.mark.parametrize("stage", ["edl-expand", "aryl-expand"])
+@pytest.mark.parametrize("policy", OPEN_ALLOCATION)
+def test_every_policy_open_to_allocation_expands_a_lone_elastic_job(policy, stage) -> None:
+    """A alone (1 GPU of 4, up to 4 workers, 1000 s), free resizes: EDL's gain and Aryl's
+    knapsack (w = 3 saves 1000 (1 - 1/4), the most) both give it all 4 GPUs: 250 s."""
+    jobs = workload(JobSpec("A", 0, 1, 1000, min_workers=1, max_workers=4))
+    result = run_simulation(training_cluster(1, 4), jobs, f"{policy}+{stage}",
+                            settings={"scaling_mode": "none"})
+    assert [row["end"] for row in result.jobs] == [250.0]
+
+
 def test_edl_expand_brings_edl_s_stop_free_scaling() -> None:
     """The stage's default mechanism (EDL §4.2): a scale-out keeps the old workers training
     while the new ones prepare (30 s), then all stop 0.5 s; a scale-in stops nobody.
