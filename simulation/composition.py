@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from simulation.engine_config import EngineConfig
 from simulation.errors import InputError
 from simulation.policies.aryl_expansion import ArylExpansion
 from simulation.policies.base import Policy, parse_params, registry
@@ -47,7 +48,7 @@ from simulation.reclaim import reclaim_strategies
 LAYERS = ("capacity", "ordering", "allocation", "placement")
 CAPACITY_SUFFIX = "-loan"
 SEPARATOR = "+"
-DEFAULT_RECLAIM = "scf"  # EngineConfig.reclaim_strategy's default
+DEFAULT_RECLAIM = EngineConfig().reclaim_strategy  # a policy without a paper reclaim
 
 
 @dataclass(frozen=True, slots=True)

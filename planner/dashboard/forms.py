@@ -74,12 +74,10 @@ def stage_field_name(policy: str, layer: str) -> str:
     return f"stage__{policy}__{layer}"
 
 
-_STAGE_HELP = {
-    "capacity": "which on-loan servers go back when inference reclaims them; each "
-                "combination of stages ticked is a run of this policy",
-    "allocation": "how many GPUs an elastic job gets; each combination of stages ticked is "
-                  "a run of this policy",
-}
+_STAGE_HELP = {layer: f"{what}; each combination of stages ticked is a run of this policy"
+               for layer, what in (
+                   ("capacity", "which on-loan servers go back when inference reclaims them"),
+                   ("allocation", "how many GPUs an elastic job gets"))}
 
 
 def policy_group(paper: str) -> str:
@@ -321,8 +319,9 @@ def builder_initial(*, scenario: Scenario) -> dict[str, Any]:
             initial["policies"].append(base)
         for layer, (own, *_) in open_layers(resolve_policy(base)).items():
             ticked = initial.setdefault(stage_field_name(base, layer), [])
-            if added.get(layer, own) not in ticked:
-                ticked.append(added.get(layer, own))
+            stage = added.get(layer, own)
+            if stage not in ticked:
+                ticked.append(stage)
         declared = {p.name: p for p in resolve_policy(base).params}
         for name, value in entry["params"].items():
             param = declared.get(name)

@@ -77,16 +77,13 @@ def test_the_same_case_run_whole_slows_nobody_and_starts_big_early_only_when_saf
     assert all(vc[j]["jct"] <= fcfs[j]["jct"] + 1e-6 for j in fcfs)
 
 
-jobs_strategy = st.lists(
-    st.tuples(
-        st.integers(1, 3),  # queue
-        st.integers(0, 24).map(lambda k: 10 * k),  # submit minute, 0 to 4 h
-        st.sampled_from([1, 2, 4]),  # width
-        st.integers(1, 36).map(lambda k: 5 * k),  # duration minutes, 5 min to 3 h
-    ),
-    min_size=6,
-    max_size=16,
+JOB_FIELDS = (
+    st.integers(1, 3),  # queue
+    st.integers(0, 24).map(lambda k: 10 * k),  # submit minute, 0 to 4 h
+    st.sampled_from([1, 2, 4]),  # width
+    st.integers(1, 36).map(lambda k: 5 * k),  # duration minutes, 5 min to 3 h
 )
+jobs_strategy = st.lists(st.tuples(*JOB_FIELDS), min_size=6, max_size=16)
 
 
 @settings(max_examples=200, deadline=None, derandomize=True)
@@ -106,17 +103,9 @@ def test_theorem_1_sia_vc_never_slows_a_job_against_fcfs_pools(specs):
     assert all(vc[j] <= fcfs[j] + 1e-6 for j in fcfs)
 
 
-elastic_jobs_strategy = st.lists(
-    st.tuples(
-        st.integers(1, 3),  # queue
-        st.integers(0, 24).map(lambda k: 10 * k),  # submit minute, 0 to 4 h
-        st.sampled_from([1, 2, 4]),  # width
-        st.integers(1, 36).map(lambda k: 5 * k),  # duration minutes, 5 min to 3 h
-        st.booleans(),  # elastic: half its width to 4 workers
-    ),
-    min_size=6,
-    max_size=16,
-)
+# and whether the job is elastic: half its width to 4 workers
+elastic_jobs_strategy = st.lists(st.tuples(*JOB_FIELDS, st.booleans()), min_size=6,
+                                 max_size=16)
 
 
 def _elastic_workload(specs) -> Workload:
