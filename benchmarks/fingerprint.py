@@ -21,7 +21,6 @@ and the first 3,000 Philly jobs on 60 × 8 GPUs (contended).
 from __future__ import annotations
 
 import argparse
-import hashlib
 import sys
 import time
 from pathlib import Path
@@ -30,6 +29,7 @@ REPO = Path(__file__).resolve().parents[1]
 TRACES = REPO.parent / "shared" / "traces"
 sys.path.insert(0, str(REPO))
 
+from simulation.metrics import job_digest  # noqa: E402
 from simulation.model import ClusterSpec, GpuType, PoolKind, PoolSpec, Workload  # noqa: E402
 from simulation.runner import run_simulation  # noqa: E402
 from simulation.workloads import load_cluster_spec, load_trace  # noqa: E402
@@ -53,15 +53,6 @@ def load_case(name: str) -> tuple[ClusterSpec, Workload]:
                               (PoolSpec("training", PoolKind.TRAINING, "V100", 60, 8),))
         return cluster, Workload(tuple(trace.jobs[:3000]), source="philly[:3000]")
     raise SystemExit(f"unknown case {name!r}; choose from {', '.join(CASES)}")
-
-
-def job_digest(jobs: list[dict]) -> str:
-    """sha256 over each job's id, start, end, preemptions and migrations, in id order."""
-    digest = hashlib.sha256()
-    for job in sorted(jobs, key=lambda j: str(j["job_id"])):
-        digest.update(f"{job['job_id']}|{job['start']:.6f}|{job['end']:.6f}|"
-                      f"{job['preemptions']}|{job['migrations']}\n".encode())
-    return digest.hexdigest()[:16]
 
 
 def fingerprint_line(case: str, policy: str, cluster: ClusterSpec, workload: Workload,

@@ -12,6 +12,7 @@ the first submission to the last completion, which is the makespan when every jo
 from __future__ import annotations
 
 import csv
+import hashlib
 import json
 import math
 import statistics
@@ -292,6 +293,17 @@ def build_result(record: RunRecord, *, wall_seconds: float) -> RunResult:
 
 
 _TOLERANCE = 1e-9
+
+
+def job_digest(jobs: list[dict]) -> str:
+    """sha256 over each job's id, start, end, preemptions and migrations, in id order, times
+    to the microsecond: two runs give every job the same record exactly when their digests
+    agree (`benchmarks/fingerprint.py`, `tests/simulation/test_policy_pinned.py`)."""
+    digest = hashlib.sha256()
+    for job in sorted(jobs, key=lambda j: str(j["job_id"])):
+        digest.update(f"{job['job_id']}|{job['start']:.6f}|{job['end']:.6f}|"
+                      f"{job['preemptions']}|{job['migrations']}\n".encode())
+    return digest.hexdigest()[:16]
 
 
 def check_invariants(result: RunResult, *, first_submit: float) -> None:
