@@ -13,6 +13,12 @@ training load).
 
     .venv/bin/python benchmarks/bench_compositions.py --scale 0.1
 
+`--packing` runs Tiresias' ordering with Gandiva's packing (`tiresias+gandiva-pack`) against
+its parts, Tiresias and Gandiva, on the first `--jobs` jobs of Philly's trace
+(`pollux_philly.csv`) at `--servers` × 8 GPUs, each job given one of Gandiva's Table 1 models
+(uniformly, by a hash of its id: `with_models`), since the trace names none and only those
+models' utilisation and packing gains are known.
+
 `--sia` runs SIA's lending with EDL's expansion instead: §6.1's 4-queue, 3-day workload
 (closed-loop users, a clock per queue) with `--elastic-share` of its jobs made elastic (half
 to twice their workers), speedups against fcfs-pools, the production scheduler.
@@ -30,15 +36,18 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from simulation.composition import describe_stages, resolve_policy  # noqa: E402
+from simulation.dlt_models import GANDIVA_TABLE1  # noqa: E402
 from simulation.metrics import speedups  # noqa: E402
-from simulation.model import Workload  # noqa: E402
+from simulation.model import ClusterSpec, GpuType, PoolKind, PoolSpec, Workload  # noqa: E402
 from simulation.reproductions.sia import setup as sia_setup  # noqa: E402
 from simulation.runner import run_simulation  # noqa: E402
+from simulation.workloads import load_trace  # noqa: E402
 from simulation.workloads.aryl_trace import (  # noqa: E402
     ArylTraceSpec,
     aryl_cluster,
     aryl_trace_workload,
 )
+from simulation.workloads.model_mix import with_models  # noqa: E402
 from simulation.workloads.sia import generate_sia_workload, sia_cluster  # noqa: E402
 
 POLICIES = ("tiresias+no-loan", "tiresias", "tiresias+aryl-loan", "tiresias+edl-expand",
@@ -46,6 +55,9 @@ POLICIES = ("tiresias+no-loan", "tiresias", "tiresias+aryl-loan", "tiresias+edl-
             "srtf", "srtf+edl-expand", "srtf+aryl-expand", "srtf+aryl-loan+aryl-expand",
             "muri-s+no-loan", "muri-s", "muri-s+aryl-loan", "aryl")
 
+
+PACKING_POLICIES = ("tiresias", "tiresias+gandiva-pack", "srtf", "srtf+gandiva-pack", "gandiva")
+TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces"
 
 SIA_POLICIES = ("fcfs-pools+edl-expand", "fcfs-pools+aryl-expand", "sia-vc", "sia-vc+edl-expand",
                 "sia-vc+aryl-expand", "sia", "sia+aryl-expand")
@@ -78,6 +90,30 @@ def bench_sia(share: float, seed: int) -> None:
               f"{describe_stages(resolve_policy(policy))}")
 
 
+def bench_packing(jobs: int, servers: int, policies: str) -> None:
+    trace = load_trace(TRACES / "pollux_philly.csv")
+    models = tuple(m.name for m in GANDIVA_TABLE1)
+    workload = with_models(Workload(trace.jobs[:jobs], source=f"philly[:{jobs}]"), models)
+    cluster = ClusterSpec(f"{servers}x8", {"V100": GpuType("V100", 1.0, 32.0)},
+                          (PoolSpec("training", PoolKind.TRAINING, "V100", servers, 8),))
+    one_gpu = sum(job.num_gpus == 1 for job in workload.jobs)
+    print(f"Philly's first {len(workload)} jobs ({one_gpu} of one GPU), Gandiva Table 1 models; "
+          f"{servers} x 8 GPUs")
+    print(f"{'policy':<24}{'mean JCT h':>11}{'p95 h':>8}{'queuing h':>10}{'makespan h':>11}"
+          f"{'preempt.':>9}{'packed':>8}{'kept':>6}{'undone':>7}{'CPU s':>7}")
+    for policy in policies.split(","):
+        started = time.process_time()
+        result = run_simulation(cluster, workload, policy)
+        cpu = time.process_time() - started
+        s = result.summary
+        counters = s["policy_counters"]
+        print(f"{policy:<24}{s['jct']['mean'] / 3600:>11.2f}{s['jct']['p95'] / 3600:>8.2f}"
+              f"{s['queuing']['mean'] / 3600:>10.2f}{s['makespan'] / 3600:>11.1f}"
+              f"{s['preemptions']:>9}{counters.get('packings', 0):>8}"
+              f"{counters.get('packings_kept', 0):>6}{counters.get('packings_undone', 0):>7}"
+              f"{cpu:>7.1f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scale", type=float, default=0.25)
@@ -86,7 +122,16 @@ def main() -> None:
     parser.add_argument("--policies", default=",".join(POLICIES))
     parser.add_argument("--sia", action="store_true", help="SIA's lending with EDL's expansion")
     parser.add_argument("--elastic-share", type=float, default=0.3)
+    parser.add_argument("--packing", action="store_true",
+                        help="Tiresias' ordering with Gandiva's packing, on Philly's trace")
+    parser.add_argument("--jobs", type=int, default=10_000, help="with --packing")
+    parser.add_argument("--servers", type=int, default=60, help="with --packing")
     args = parser.parse_args()
+    if args.packing:
+        policies = args.policies if args.policies != ",".join(POLICIES) else ",".join(
+            PACKING_POLICIES)
+        bench_packing(args.jobs, args.servers, policies)
+        return
     if args.sia:
         bench_sia(args.elastic_share, args.seed)
         return

@@ -22,7 +22,7 @@ from simulation.engine import EngineConfig
 from simulation.errors import InputError, InvalidDecision, InvariantViolation
 from simulation.metrics import RunResult, time_unit
 from simulation.model import ClusterSpec, InferenceLoad, PoolKind, Workload
-from simulation.policies.base import registry
+from simulation.policies.base import Param, registry
 from simulation.reclaim import reclaim_strategies
 from simulation.reproductions import PAPERS, paper_names, reproduce
 from simulation.reproductions.report import load_reports, markdown_table, rewrite_readme
@@ -191,6 +191,12 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def _print_params(params: Sequence[Param], indent: str = "    ") -> None:
+    for p in params:
+        bounds = f", {p.bounds[0]:g} to {p.bounds[1]:g}" if p.bounds else ""
+        print(f"{indent}{p.name} ({p.type.__name__}, default {p.default!r}{bounds}): {p.help}")
+
+
 def cmd_policies(args: argparse.Namespace) -> int:
     """Every policy with its paper, stages, parameters and the engine defaults it runs with;
     then the stages a composition may add."""
@@ -200,9 +206,7 @@ def cmd_policies(args: argparse.Namespace) -> int:
         if cls.paper:
             print(f"    paper: {cls.paper}")
         print(f"    stages: {describe_stages(cls)}")
-        for p in cls.params:
-            bounds = f", {p.bounds[0]:g} to {p.bounds[1]:g}" if p.bounds else ""
-            print(f"    {p.name} ({p.type.__name__}, default {p.default!r}{bounds}): {p.help}")
+        _print_params(cls.params)
         interval = cls.interval
         rounds = "at every event" + (f" and every {interval:g} s" if interval else "")
         print(f"    runs (cadence=event): {rounds}")
@@ -215,6 +219,7 @@ def cmd_policies(args: argparse.Namespace) -> int:
         sets = ", ".join(f"{k}={v!r}" for k, v in stage.engine_settings.items())
         print(f"    {stage.name} ({stage.layer}): {stage.description}"
               + (f" Sets {sets}." if sets else ""))
+        _print_params(stage.params, indent="        ")
     print("reclaim strategies (--set reclaim_strategy=NAME): "
           + ", ".join(reclaim_strategies()))
     print("engine settings (--set key=value), defaults for every policy unless it says "

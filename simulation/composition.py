@@ -16,13 +16,17 @@ it takes in each, in the spirit of the Kubernetes scheduler framework's extensio
   edl_expansion.py`), so `srtf+edl-expand` is SRTF with EDL's expansion; `aryl-expand`
   splits them by Aryl's knapsack instead (`aryl_expansion.py`).
 - **placement**: which GPUs, and whether jobs share them (packing, time-slicing,
-  interleaving).
+  interleaving). `best-fit` puts every job on GPUs of its own; `gandiva-pack` adds Gandiva's
+  packing to a preemptive priority ordering (`simulation/policies/gandiva_pack_stage.py`), so
+  `tiresias+gandiva-pack` is Tiresias' 2D-LAS with Gandiva's packing.
 
 Every registered policy is a composition: its capacity stage is its paper's reclaim strategy
 (`Policy.engine_defaults`, else the engine's), and it decides the layers in `Policy.layers`
 itself, as one stage named after it: ordering, allocation and placement for the papers'
-policies, ordering and placement for the baselines (FIFO, SJF, SRTF, SRSF, Tiresias),
-Themis and SIA's queue policies, whose allocation stage is `requested`. A
+policies; ordering and placement for FIFO, SJF, Themis and SIA's queue policies, whose
+allocation stage is `requested`; ordering only for the preemptive priority policies
+(Tiresias, SRTF, SRSF), whose placement stage is `best-fit`: a placement stage reads their
+`priority_key`. A
 composition names a policy and then the stages that replace its own, joined by `+`:
 ``elastic-tiresias+aryl-loan`` is EDL's Elastic-Tiresias whose loaned servers are returned
 by Aryl's reclaim. Each layer takes at most one stage; an unknown name or a second stage for
@@ -41,8 +45,9 @@ from typing import Any
 from simulation.engine_config import EngineConfig
 from simulation.errors import InputError
 from simulation.policies.aryl_expansion import ArylExpansion
-from simulation.policies.base import Policy, parse_params, registry
+from simulation.policies.base import Param, Policy, parse_params, registry
 from simulation.policies.edl_expansion import EdlExpansion
+from simulation.policies.gandiva_pack_stage import PACK_STAGE_PARAMS, GandivaPackStage
 from simulation.reclaim import reclaim_strategies
 
 LAYERS = ("capacity", "ordering", "allocation", "placement")
@@ -53,14 +58,16 @@ DEFAULT_RECLAIM = EngineConfig().reclaim_strategy  # a policy without a paper re
 
 @dataclass(frozen=True, slots=True)
 class Stage:
-    """One named stage of one layer: what it sets on the engine (`engine_settings`), and the
-    class mixed in before the policy it extends when it decides in rounds (`mixin`)."""
+    """One named stage of one layer: what it sets on the engine (`engine_settings`), the
+    class mixed in before the policy it extends when it decides in rounds (`mixin`), and the
+    parameters it adds to the policy's (`params`)."""
 
     layer: str
     name: str
     description: str
     engine_settings: Mapping[str, Any]
     mixin: type | None = None
+    params: tuple[Param, ...] = ()
 
 
 def capacity_stage_name(reclaim_strategy: str) -> str:
@@ -95,10 +102,23 @@ ARYL_EXPAND = Stage("allocation", "aryl-expand", "Aryl's multiple-choice knapsac
                     "stop-free scaling.", {"scaling_mode": "stop-free"}, ArylExpansion)
 
 
+BEST_FIT = Stage("placement", "best-fit", "Every job on free GPUs by best fit: one server, "
+                 "the fullest that fits, else spread over the emptiest; GPUs are never "
+                 "shared.", {})
+GANDIVA_PACK = Stage("placement", "gandiva-pack", "Gandiva's packing (OSDI'18 §4.2.2, Table 1) "
+                     "under the policy's priority order: during overload a waiting 1-GPU job "
+                     "of low GPU utilisation shares the GPU of a running one, kept after a "
+                     "trial only if the pair beats one GPU's worth; a pack holds one GPU in the "
+                     "ordering's count.", {}, GandivaPackStage, PACK_STAGE_PARAMS)
+# The stage a policy takes in a layer it does not decide itself, unless a composition says.
+OWN_DEFAULTS = {"allocation": REQUESTED, "placement": BEST_FIT}
+
+
 def stages() -> dict[str, Stage]:
     """Every stage a composition may name after its policy."""
     return {**capacity_stages(), REQUESTED.name: REQUESTED, EDL_EXPAND.name: EDL_EXPAND,
-            ARYL_EXPAND.name: ARYL_EXPAND}
+            ARYL_EXPAND.name: ARYL_EXPAND, BEST_FIT.name: BEST_FIT,
+            GANDIVA_PACK.name: GANDIVA_PACK}
 
 
 def policy_stages(cls: type[Policy]) -> dict[str, str]:
@@ -108,7 +128,7 @@ def policy_stages(cls: type[Policy]) -> dict[str, str]:
     reclaim = cls.engine_defaults.get("reclaim_strategy", DEFAULT_RECLAIM)
     chosen = {"capacity": capacity_stage_name(reclaim)}
     for layer in LAYERS[1:]:
-        chosen[layer] = cls.name if layer in cls.layers else REQUESTED.name
+        chosen[layer] = cls.name if layer in cls.layers else OWN_DEFAULTS[layer].name
     return chosen
 
 
@@ -140,7 +160,7 @@ def _compose(name: str) -> type[Policy]:
     layers = policy_stages(base)
     replaced: dict[str, str] = {}
     engine_defaults = dict(base.engine_defaults)
-    mixins: list[type] = []
+    chosen: list[Stage] = []
     for stage_name in stage_names:
         stage = known.get(stage_name)
         if stage is None:
@@ -155,14 +175,18 @@ def _compose(name: str) -> type[Policy]:
                              field="policy")
         replaced[stage.layer] = stage_name
         engine_defaults.update(stage.engine_settings)
-        if stage.mixin is not None:
-            mixins.append(stage.mixin)
+        chosen.append(stage)
     layers.update(replaced)
-    return type(base.__name__ + "Composed", (*mixins, base), {
+    # Outer layers wrap inner ones: an allocation stage's round calls the placement stage's.
+    chosen.sort(key=lambda stage: LAYERS.index(stage.layer))
+    params = [*base.params, *(p for stage in chosen for p in stage.params)]
+    return type(base.__name__ + "Composed", tuple(
+        [*(stage.mixin for stage in chosen if stage.mixin is not None), base]), {
         "name": name,
         "description": f"{base.description} With " + ", ".join(
             f"{layer} stage {stage!r}" for layer, stage in replaced.items()) + ".",
         "engine_defaults": engine_defaults,
+        "params": tuple(params),
         "composition": {layer: layers[layer] for layer in LAYERS if layer in layers},
         "base_policy": base_name,
         "__module__": base.__module__,

@@ -77,7 +77,8 @@ def stage_field_name(policy: str, layer: str) -> str:
 _STAGE_HELP = {layer: f"{what}; each combination of stages ticked is a run of this policy"
                for layer, what in (
                    ("capacity", "which on-loan servers go back when inference reclaims them"),
-                   ("allocation", "how many GPUs an elastic job gets"))}
+                   ("allocation", "how many GPUs an elastic job gets"),
+                   ("placement", "which GPUs a job gets, and whether jobs share a GPU"))}
 
 
 def policy_group(paper: str) -> str:

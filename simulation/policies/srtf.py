@@ -46,13 +46,17 @@ def srsf_factors(job: JobView) -> tuple[float, float]:
 class ShortestRemainingTime(Policy):
     interval = None  # the order between running and queued jobs only changes at events
     name = "srtf"
-    layers = ("ordering", "placement")  # allocation: every job at its requested size
+    layers = ("ordering",)  # allocation `requested`, placement `best-fit` or a stage
     description = "Shortest remaining time first; preemptive."
 
     def __init__(self, **values: object) -> None:
         super().__init__(**values)
         self._order = QueueOrder(srtf_key)
         self._running = RemainingTimeOrder(srtf_key, srtf_factors)
+
+    def priority_key(self, view: ClusterView, job: JobView) -> float:
+        """The ordering a placement stage follows: lowest first."""
+        return srtf_key(job)
 
     def schedule(self, view: ClusterView) -> Iterator[Decision]:
         return schedule_by_priority(view, srtf_key, self._order, self._running)
@@ -62,13 +66,17 @@ class ShortestRemainingTime(Policy):
 class ShortestRemainingService(Policy):
     interval = None
     name = "srsf"
-    layers = ("ordering", "placement")  # allocation: every job at its requested size
+    layers = ("ordering",)  # allocation `requested`, placement `best-fit` or a stage
     description = "Shortest remaining service (time × GPUs) first; preemptive."
 
     def __init__(self, **values: object) -> None:
         super().__init__(**values)
         self._order = QueueOrder(srsf_key)
         self._running = RemainingTimeOrder(srsf_key, srsf_factors)
+
+    def priority_key(self, view: ClusterView, job: JobView) -> float:
+        """The ordering a placement stage follows: lowest first."""
+        return srsf_key(job)
 
     def schedule(self, view: ClusterView) -> Iterator[Decision]:
         return schedule_by_priority(view, srsf_key, self._order, self._running)

@@ -53,7 +53,7 @@ LAS_QUEUE_PARAMS: tuple[Param, ...] = (
 @register
 class Tiresias(Policy):
     name = "tiresias"
-    layers = ("ordering", "placement")  # allocation: every job at its requested size
+    layers = ("ordering",)  # allocation `requested`, placement `best-fit` or a stage
     description = "Discretised two-dimensional least-attained-service (2D-LAS); preemptive."
     paper = "Tiresias NSDI'19 §4.2; EDL §6.1 parameters"
     params = LAS_QUEUE_PARAMS

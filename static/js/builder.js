@@ -22,7 +22,7 @@
     var policies = 0;
     form.querySelectorAll("input[name='policies']:checked").forEach(function (box) {
       var combinations = 1;
-      ["capacity", "allocation"].forEach(function (layer) {
+      ["capacity", "allocation", "placement"].forEach(function (layer) {
         var ticked = form.querySelectorAll(
           "input[name='stage__" + box.value + "__" + layer + "']:checked").length;
         combinations *= Math.max(ticked, 1);

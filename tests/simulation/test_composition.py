@@ -28,7 +28,7 @@ def test_a_composition_takes_its_policy_and_the_stages_it_names() -> None:
                                "placement": "elastic-tiresias"}
     assert resolve_policy("srtf+edl-expand").composition == {
         "capacity": "scf-loan", "ordering": "srtf", "allocation": "edl-expand",
-        "placement": "srtf"}
+        "placement": "best-fit"}
     # EDL's own stop-free scaling stays; the capacity stage sets Aryl's reclaim.
     assert cls.engine_defaults == {"scaling_mode": "stop-free", "reclaim_strategy": "aryl"}
     assert cls.base_policy == "elastic-tiresias"
@@ -40,7 +40,30 @@ def test_every_registered_policy_names_its_paper_reclaim_as_its_capacity_stage()
     assert policy_stages(registry()["aryl"])["capacity"] == "aryl-loan"
     assert policy_stages(registry()["srtf"])["capacity"] == "scf-loan"  # the engine default
     assert describe_stages(registry()["srtf"]) == (
-        "capacity: scf-loan, ordering+placement: srtf, allocation: requested")
+        "capacity: scf-loan, ordering: srtf, allocation: requested, placement: best-fit")
+    assert describe_stages(registry()["fifo"]) == (
+        "capacity: scf-loan, ordering+placement: fifo, allocation: requested")
+
+
+def test_a_policy_that_leaves_placement_open_has_the_priority_key_a_placement_stage_reads() -> None:
+    open_placement = sorted(name for name, cls in registry().items()
+                            if "placement" not in cls.layers)
+    assert open_placement == ["srsf", "srtf", "tiresias"]
+    for name in open_placement:
+        assert callable(getattr(registry()[name], "priority_key", None)), name
+
+
+def test_a_stage_brings_its_parameters_and_a_placement_stage_wraps_inside_allocation() -> None:
+    cls = resolve_policy("tiresias+gandiva-pack+edl-expand")
+    assert [p.name for p in cls.params] == ["thresholds", "promote_knob", "pack_trial",
+                                            "pack_max_util"]
+    assert cls.shares_gpus
+    assert [c.__name__ for c in cls.__mro__[1:4]] == ["EdlExpansion", "GandivaPackStage",
+                                                      "Tiresias"]
+    with pytest.raises(InputError, match="has no parameter 'pack_trial'"):
+        create_policy("tiresias", {"pack_trial": 30})
+    with pytest.raises(InputError, match="policy 'fifo' decides placement itself"):
+        resolve_policy("fifo+gandiva-pack")
 
 
 def test_compose_drops_a_stage_the_policy_already_has() -> None:

@@ -1,0 +1,359 @@
+"""Gandiva's packing as a placement stage, `gandiva-pack` (OSDI'18 §4.2.2 Packing, Table 1).
+
+Issue #20 asks for Tiresias' ordering with Gandiva's packing. The stage takes the place of a
+preemptive priority policy's placement (Tiresias, SRTF, SRSF: the policies with a
+`priority_key`) and keeps its ordering:
+
+- **Ordering, with packs.** Running and queued jobs are walked in the policy's priority
+  order, as `preemptive_schedule` walks them: each job is kept while its GPUs fit the
+  training capacity, and a queued job kept is launched; jobs not kept are preempted, but only
+  when a queued job is to be launched. A pack holds one GPU: the first of its members the walk
+  meets pays for it, and the others ride on it at no cost. So the ordering never preempts a
+  job to make room that only a packed member's GPU would give, and a packed guest never
+  blocks a queued job of any priority.
+- **Placement.** A launch takes the GPUs physically free, by the policy's best fit (the
+  fewest servers, the fullest that fits); a packed GPU is one physical GPU whatever the count
+  of its members. Without a pack the launch is exactly the policy's own (`place_requested`),
+  so a run in which nothing packs gives the policy's own results.
+- **Packing, only during overload (§4.2.2).** Jobs still waiting after the launches that ask
+  for one GPU, are not elastic and are preemptible, with a GPU utilisation below
+  `pack_max_util` (Table 1), are taken lowest utilisation first; each goes onto the GPU of a
+  running one-GPU job, or a pack, of the lowest summed utilisation whose memory fits the GPU
+  and whose model combination has not failed. Packed jobs run at C/n each, C = min(n, mean
+  of 1 + packing gain) (Table 1; `packing_capacity`, the Gandiva policy's own).
+- **Trial.** After `pack_trial` seconds (Gandiva's quantum, 60 s) of the newest member's
+  progress, the pack's measured progress, summed over members in solo GPUs, is compared
+  with one GPU's worth: kept if it beats it, else undone and its model combination never
+  tried again. Gandiva compares with time-slicing, which also gives one GPU's worth; here the
+  alternative is that the newcomer waits. Undoing preempts the newest member back to the
+  queue (it has not been running before the pack, unlike Gandiva's time-sliced jobs).
+- **Unpacking.** When its server has a GPU free after the launches (a job finished or was
+  preempted there and nothing waiting took it), a pack gives it to its newest member, which
+  then runs alone at full speed; no migration across servers (Gandiva's migration is its
+  own mechanism, not part of packing).
+
+Counters (summary `policy_counters`): packings, packings_kept, packings_undone, unpacks.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from simulation.decisions import Decision, Launch, Placement, Preempt, SetShare, Slot
+from simulation.dlt_models import model_info
+from simulation.model import JobSpec
+from simulation.policies.base import Param
+from simulation.policies.gandiva_index import packing_capacity
+from simulation.policies.ordering import place_requested, pool_preference, training_capacity
+from simulation.state import JobStatus
+from simulation.view import ClusterView, JobView
+
+PACK_STAGE_PARAMS = (
+    Param("pack_trial", float, 60.0, "seconds of a packing's progress measured before it is "
+          "kept or undone (Gandiva's quantum)", bounds=(1.0, 86_400.0)),
+    Param("pack_max_util", float, 0.9, "only jobs below this GPU utilisation pack (Table 1)",
+          bounds=(0.0, 1.0)),
+)
+_BEATS_ONE_GPU = 1.0 + 1e-9  # measured progress must exceed one GPU's worth by more than rounding
+
+
+@dataclass(slots=True)
+class _Pack:
+    """Jobs on one GPU of `server`: the host first, then guests in the order they joined."""
+
+    server: str
+    members: list[str]
+    start: float = 0.0  # the trial measures from here: the newest member's first progress
+    snapshot: dict[str, float] = field(default_factory=dict)  # remaining work at `start`
+    kept: bool = False
+
+
+def _remaining_at(job: JobView, at: float) -> float | None:
+    """Remaining work of running `job` at time `at` on its current progress line."""
+    line = job.progress_line
+    if line is None:
+        return None
+    left, since, rate = line
+    return max(0.0, left - rate * max(0.0, at - since))
+
+
+def _packable(spec: JobSpec) -> bool:
+    return (spec.num_gpus == 1 and spec.gpus_per_worker == 1 and not spec.elastic
+            and spec.preemptible)
+
+
+class GandivaPackStage:
+    """The placement stage `gandiva-pack`, mixed in before a policy with a `priority_key`
+    (see the module docstring); it replaces the policy's own `schedule`."""
+
+    shares_gpus = True
+    deciding_layer = "ordering"
+    pack_trial: float
+    pack_max_util: float
+    priority_key: Callable[[ClusterView, JobView], Any]  # the ordering's, from the policy
+
+    def __init__(self, **values: object) -> None:
+        super().__init__(**values)  # type: ignore[call-arg]  # the policy it extends
+        self._packs: dict[int, _Pack] = {}
+        self._pack_of: dict[str, int] = {}
+        self._failed: set[tuple[str, ...]] = set()
+        self._next_pack = 0
+        self._counts: Counter[str] = Counter(packings=0, packings_kept=0, packings_undone=0,
+                                             unpacks=0)
+
+    @property
+    def counters(self) -> dict[str, float]:
+        return dict(self._counts)
+
+    # -- the round ------------------------------------------------------------------------
+
+    def schedule(self, view: ClusterView) -> Iterator[Decision]:
+        self.deciding_layer = "placement"
+        yield from self._drop_stopped(view)
+        yield from self._review(view)
+        kept, launches = self._walk(view) if view.queue else (set(), [])
+        if launches:
+            self.deciding_layer = "ordering"
+            for job in list(view.running.values()):
+                if job.job_id not in kept:
+                    yield Preempt(job.job_id)
+            self.deciding_layer = "placement"
+            yield from self._drop_stopped(view)
+            for job in launches:
+                placement = self._place(view, job.spec)
+                if placement is not None:
+                    yield Launch(job.job_id, placement)
+        yield from self._unpack(view)
+        if view.queue:
+            yield from self._pack(view)
+
+    def next_wakeup(self, view: ClusterView) -> float | None:
+        """The ordering's next wakeup, or the end of the earliest trial."""
+        times = [p.start + self.pack_trial for p in self._packs.values() if not p.kept]
+        own = super().next_wakeup(view)  # type: ignore[misc]
+        if own is not None:
+            times.append(own)
+        return min(times) if times else None
+
+    def _walk(self, view: ClusterView) -> tuple[set[str], list[JobView]]:
+        """(running jobs kept, queued jobs to launch) by the ordering, a pack paying one GPU
+        (the module docstring); `preemptive_schedule`'s walk when nothing is packed."""
+        budget = training_capacity(view)
+        counted: set[int] = set()
+        kept: set[str] = set()
+
+        def cost(job: JobView) -> int:
+            pid = self._pack_of.get(job.job_id)
+            if pid is None:
+                return job.gpus
+            return 0 if pid in counted else 1
+
+        for job in view.running.values():
+            if not job.spec.preemptible:
+                kept.add(job.job_id)
+                budget -= cost(job)
+                if job.job_id in self._pack_of:
+                    counted.add(self._pack_of[job.job_id])
+        launches: list[JobView] = []
+        jobs = [*view.running.values(), *view.queue.values()]
+        for _, job in sorted(((self.priority_key(view, j), j.trace_index), j) for j in jobs):
+            if job.job_id in kept:
+                continue
+            running = job.status == JobStatus.RUNNING
+            need = cost(job) if running else job.spec.num_gpus
+            if need > budget:
+                continue
+            budget -= need
+            if running:
+                kept.add(job.job_id)
+                if job.job_id in self._pack_of:
+                    counted.add(self._pack_of[job.job_id])
+            else:
+                launches.append(job)
+        return kept, launches
+
+    # -- placement on physical GPUs ---------------------------------------------------------
+
+    def _physical_free(self, view: ClusterView) -> dict[str, int]:
+        """Free GPUs per available server, a packed GPU counted once."""
+        guests: Counter[str] = Counter()
+        for pack in self._packs.values():
+            guests[pack.server] += len(pack.members) - 1
+        return {sid: server.gpus - server.used + guests[sid]
+                for sid, server in view.servers.items() if server.available}
+
+    def _place(self, view: ClusterView, spec: JobSpec) -> Placement | None:
+        """The policy's best fit on the GPUs physically free (`best_fit`'s rule)."""
+        if not self._packs:
+            launch = place_requested(view, view.job(spec.job_id))
+            return launch.placement if launch is not None else None
+        free = self._physical_free(view)
+        pools = pool_preference(view, spec)
+        for pool in pools:  # one server is best: no cross-server traffic
+            fits = [(free[s], i) for i, s in enumerate(view.pool_servers(pool))
+                    if free.get(s, 0) >= spec.num_gpus]
+            if fits:
+                _, i = min(fits)
+                return (Slot(view.pool_servers(pool)[i], spec.num_gpus),)
+        slots: list[Slot] = []
+        remaining = spec.num_gpus
+        for pool in pools:
+            servers = view.pool_servers(pool)
+            for _, i in sorted((-free.get(s, 0), i) for i, s in enumerate(servers)):
+                usable = free.get(servers[i], 0)
+                usable -= usable % spec.gpus_per_worker
+                if usable <= 0:
+                    break
+                take = min(usable, remaining)
+                slots.append(Slot(servers[i], take))
+                remaining -= take
+                if remaining == 0:
+                    return tuple(slots)
+        return None
+
+    # -- packs ----------------------------------------------------------------------------
+
+    def _shares(self, view: ClusterView, pack: _Pack) -> Iterator[SetShare]:
+        """Each member's share: C/n by Table 1, 1 for a job alone."""
+        models = [view.job(j).spec.model for j in pack.members]
+        share = packing_capacity(models) / len(models) if len(models) > 1 else 1.0
+        for job_id in pack.members:
+            if view.job(job_id).share != share:
+                yield SetShare(job_id, share)
+
+    def _shrink(self, view: ClusterView, pid: int, gone: list[str]) -> Iterator[Decision]:
+        """`gone` left the pack: the rest share anew, with a fresh trial, or one runs alone."""
+        pack = self._packs[pid]
+        for job_id in gone:
+            pack.members.remove(job_id)
+            del self._pack_of[job_id]
+        if len(pack.members) <= 1:
+            for job_id in pack.members:
+                del self._pack_of[job_id]
+            del self._packs[pid]
+        yield from self._shares(view, pack)
+        if pid in self._packs:
+            self._start_trial(view, pack)
+
+    def _drop_stopped(self, view: ClusterView) -> Iterator[Decision]:
+        """Members that finished or were preempted (by the ordering or a reclaim) leave."""
+        running = view.running
+        for pid in sorted(self._packs):
+            gone = [j for j in self._packs[pid].members if j not in running]
+            if gone:
+                yield from self._shrink(view, pid, gone)
+
+    def _start_trial(self, view: ClusterView, pack: _Pack) -> None:
+        """Measure from the newest member's first progress (after its restart cost)."""
+        newest = view.job(pack.members[-1])
+        line = newest.progress_line
+        pack.start = max(view.now, line[1]) if line is not None else view.now
+        pack.kept = False
+        pack.snapshot = {}
+        for job_id in pack.members:
+            left = _remaining_at(view.job(job_id), pack.start)
+            if left is not None:
+                pack.snapshot[job_id] = left
+
+    def _review(self, view: ClusterView) -> Iterator[Decision]:
+        """Keep a packing whose members progressed more than one GPU's worth; else undo it."""
+        now = view.now
+        for pid in sorted(self._packs):
+            pack = self._packs[pid]
+            if pack.kept or now < pack.start + self.pack_trial:
+                continue
+            elapsed = now - pack.start
+            measured = 0.0
+            for job_id in pack.members:
+                job = view.job(job_id)
+                line = job.progress_line
+                if line is None or job_id not in pack.snapshot or job.share <= 0:
+                    continue
+                solo = line[2] / job.share
+                if solo > 0:
+                    measured += (pack.snapshot[job_id] - job.remaining_work) / (elapsed * solo)
+            if measured > _BEATS_ONE_GPU:
+                pack.kept = True
+                self._counts["packings_kept"] += 1
+                continue
+            self._failed.add(self._combo(view, pack.members))
+            self._counts["packings_undone"] += 1
+            newest = pack.members[-1]
+            self.deciding_layer = "ordering"
+            yield Preempt(newest)
+            self.deciding_layer = "placement"
+            yield from self._shrink(view, pid, [newest])
+
+    def _unpack(self, view: ClusterView) -> Iterator[Decision]:
+        """A GPU free on a pack's server goes to the pack's newest member."""
+        if not self._packs:
+            return
+        free = self._physical_free(view)
+        for pid in sorted(self._packs):
+            pack = self._packs.get(pid)
+            while pack is not None and pid in self._packs and free.get(pack.server, 0) > 0:
+                free[pack.server] -= 1
+                self._counts["unpacks"] += 1
+                newest = pack.members[-1]
+                yield from self._shrink(view, pid, [newest])
+                yield SetShare(newest, 1.0)
+
+    @staticmethod
+    def _combo(view: ClusterView, members: list[str]) -> tuple[str, ...]:
+        return tuple(sorted(view.job(j).spec.model for j in members))
+
+    def _pack(self, view: ClusterView) -> Iterator[Decision]:
+        """Greedy packing of the jobs still waiting, lowest GPU utilisation first."""
+        util = lambda job: model_info(job.spec.model).gpu_util  # noqa: E731
+        waiting = sorted(
+            (util(job), self.priority_key(view, job), job.trace_index, job.job_id)
+            for job in view.queue.values()
+            if _packable(job.spec) and util(job) < self.pack_max_util)
+        for *_, job_id in waiting:
+            guest = view.job(job_id)
+            unit = self._best_unit(view, guest)
+            if unit is None:
+                continue
+            server, members = unit
+            pid = self._pack_of.get(members[0])
+            if pid is None:
+                pid = self._next_pack
+                self._next_pack += 1
+                self._packs[pid] = _Pack(server, list(members))
+                self._pack_of[members[0]] = pid
+            pack = self._packs[pid]
+            yield Launch(job_id, (Slot(server, 1),))
+            pack.members.append(job_id)
+            self._pack_of[job_id] = pid
+            self._counts["packings"] += 1
+            yield from self._shares(view, pack)
+            self._start_trial(view, pack)
+
+    def _best_unit(self, view: ClusterView, guest: JobView) -> tuple[str, tuple[str, ...]] | None:
+        """(server, members) of the GPU `guest` packs best onto: a running one-GPU job alone
+        or a pack, the lowest summed utilisation whose memory fits and whose combination has
+        not failed; ties by the members' ids."""
+        memory_of = lambda job_id: model_info(view.job(job_id).spec.model).memory_gb  # noqa: E731
+        best: tuple[float, tuple[str, ...], str] | None = None
+        units: list[tuple[str, tuple[str, ...]]] = [
+            (p.server, tuple(p.members)) for p in self._packs.values()]
+        units += [(job.placement[0].server, (job.job_id,)) for job in view.running.values()
+                  if job.job_id not in self._pack_of and job.gpus == 1 and not job.spec.elastic
+                  and job.progress_line is not None]
+        for server, members in units:
+            sv = view.servers[server]
+            if not sv.available:
+                continue
+            capacity = view.spec.gpu_types[sv.gpu_type].memory_gb
+            if sum(map(memory_of, members)) + memory_of(guest.job_id) > capacity:
+                continue
+            if self._combo(view, [*members, guest.job_id]) in self._failed:
+                continue
+            key = (sum(model_info(view.job(j).spec.model).gpu_util for j in members), members,
+                   server)
+            if best is None or key[:2] < best[:2]:
+                best = key
+        return None if best is None else (best[2], best[1])
