@@ -27,9 +27,10 @@ policies; ordering and placement for FIFO, SJF, Themis and SIA's queue policies,
 allocation stage is `requested`; ordering only for the preemptive priority policies
 (Tiresias, SRTF, SRSF), whose placement stage is `best-fit`: a placement stage reads their
 `priority_key`. A
-composition names a policy and then the stages that replace its own, joined by `+`:
+composition names a policy and the stages that replace its own, joined by `+`:
 ``elastic-tiresias+aryl-loan`` is EDL's Elastic-Tiresias whose loaned servers are returned
-by Aryl's reclaim. Each layer takes at most one stage; an unknown name or a second stage for
+by Aryl's reclaim; the policy may come anywhere (``aryl-loan+muri-s`` is
+``muri-s+aryl-loan``). Each layer takes at most one stage; an unknown name or a second stage for
 a layer, or a stage for a layer the policy decides itself, is refused with a message naming
 them. A stage that decides in rounds is a class mixed in before the policy (`Stage.mixin`).
 """
@@ -140,7 +141,20 @@ def resolve_policy(name: str) -> type[Policy]:
     policies = registry()
     if name in policies:
         return policies[name]
-    return _compose(name.strip())
+    return _compose(_policy_first(name.strip(), policies))
+
+
+def _policy_first(name: str, policies: Mapping[str, type[Policy]]) -> str:
+    """`name` with its one policy first: ``aryl-loan+muri-s`` is ``muri-s+aryl-loan``."""
+    tokens = [token.strip() for token in name.split(SEPARATOR)]
+    named = [token for token in tokens if token in policies]
+    if len(named) > 1:
+        raise InputError(f"{name!r} names the policies {' and '.join(map(repr, named))}; a "
+                         f"composition is one policy and its stages", field="policy")
+    if named and tokens[0] != named[0]:
+        tokens.remove(named[0])
+        tokens.insert(0, named[0])
+    return SEPARATOR.join(tokens)
 
 
 @lru_cache(maxsize=256)

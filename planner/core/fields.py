@@ -35,7 +35,8 @@ COMPOSITION_PATTERN = (f"^({_alternatives(registry())})"
         {"type": "string", "enum": sorted(registry()), "description": "a registered policy"},
         {"type": "string", "pattern": COMPOSITION_PATTERN, "maxLength": POLICY_NAME_MAX_LENGTH,
          "description": "a composition: a registered policy, then stages that replace its "
-                        "own (`python -m simulation policies` lists both)",
+                        "own (`python -m simulation policies` lists both); the policy may "
+                        "also come after its stages",
          "example": "elastic-tiresias+aryl-loan"},
     ],
 })

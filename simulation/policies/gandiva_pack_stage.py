@@ -13,8 +13,9 @@ preemptive priority policy's placement (Tiresias, SRTF, SRSF: the policies with 
   blocks a queued job of any priority.
 - **Placement.** A launch takes the GPUs physically free, by the policy's best fit (the
   fewest servers, the fullest that fits); a packed GPU is one physical GPU whatever the count
-  of its members. Without a pack the launch is exactly the policy's own (`place_requested`),
-  so a run in which nothing packs gives the policy's own results.
+  of its members. While nothing is packed, the walk and the best fit are exactly the
+  policy's own, so its own (faster) round decides: a run in which nothing packs gives the
+  policy's own results.
 - **Packing, only during overload (§4.2.2).** Jobs still waiting after the launches that ask
   for one GPU, are not elastic and are preemptible, with a GPU utilisation below
   `pack_max_util` (Table 1), are taken lowest utilisation first; each goes onto the GPU of a
@@ -47,7 +48,7 @@ from simulation.dlt_models import model_info
 from simulation.model import JobSpec
 from simulation.policies.base import Param
 from simulation.policies.gandiva_index import packing_capacity
-from simulation.policies.ordering import place_requested, pool_preference, training_capacity
+from simulation.policies.ordering import pool_preference, training_capacity
 from simulation.state import JobStatus
 from simulation.view import ClusterView, JobView
 
@@ -114,6 +115,15 @@ class GandivaPackStage:
         self.deciding_layer = "placement"
         yield from self._drop_stopped(view)
         yield from self._review(view)
+        if not self._packs:  # the policy's own round: `_walk` would decide the same
+            self.deciding_layer = "ordering"
+            decisions = super().schedule(view)  # type: ignore[misc]  # the policy's
+            if decisions is not None:
+                yield from decisions
+            self.deciding_layer = "placement"
+            if view.queue:
+                yield from self._pack(view)
+            return
         kept, launches = self._walk(view) if view.queue else (set(), [])
         if launches:
             self.deciding_layer = "ordering"
@@ -140,7 +150,8 @@ class GandivaPackStage:
 
     def _walk(self, view: ClusterView) -> tuple[set[str], list[JobView]]:
         """(running jobs kept, queued jobs to launch) by the ordering, a pack paying one GPU
-        (the module docstring); `preemptive_schedule`'s walk when nothing is packed."""
+        (the module docstring): `preemptive_schedule`'s walk, which the policy's own round
+        follows when nothing is packed."""
         budget = training_capacity(view)
         counted: set[int] = set()
         kept: set[str] = set()
@@ -186,10 +197,7 @@ class GandivaPackStage:
                 for sid, server in view.servers.items() if server.available}
 
     def _place(self, view: ClusterView, spec: JobSpec) -> Placement | None:
-        """The policy's best fit on the GPUs physically free (`best_fit`'s rule)."""
-        if not self._packs:
-            launch = place_requested(view, view.job(spec.job_id))
-            return launch.placement if launch is not None else None
+        """The policy's best fit (`best_fit`'s rule) on the GPUs physically free."""
         free = self._physical_free(view)
         pools = pool_preference(view, spec)
         for pool in pools:  # one server is best: no cross-server traffic

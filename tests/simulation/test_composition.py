@@ -74,8 +74,17 @@ def test_compose_drops_a_stage_the_policy_already_has() -> None:
     assert compose("aryl", {"capacity": "no-loan"}) == "aryl+no-loan"
 
 
+def test_the_policy_of_a_composition_may_come_after_its_stages() -> None:
+    cls = resolve_policy("aryl-loan+muri-s")
+    assert cls is resolve_policy("muri-s+aryl-loan")
+    assert cls.name == "muri-s+aryl-loan"
+    assert resolve_policy("gandiva-pack+aryl-loan+tiresias").name == (
+        "tiresias+gandiva-pack+aryl-loan")
+
+
 @pytest.mark.parametrize(("name", "message"), [
-    ("gandiva+srtf", "unknown stage 'srtf'"),
+    ("gandiva+srtf", "names the policies 'gandiva' and 'srtf'"),
+    ("gandiva+aryl-loan-x", "unknown stage 'aryl-loan-x'"),
     ("nosuch+aryl-loan", "unknown policy 'nosuch'"),
     ("srtf+aryl-loan+scf-loan", "stages 'aryl-loan' and 'scf-loan' both take the capacity"),
     ("srtf+", "unknown stage ''"),
