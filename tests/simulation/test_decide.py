@@ -145,6 +145,23 @@ def test_schedule_of_a_composition_scales_out_by_its_allocation_stage() -> None:
     assert scale["join_hosts"] == [{"host": "t1", "slots": 4}]
 
 
+def test_aryl_expand_puts_flexible_workers_on_loaned_servers_first() -> None:
+    """Aryl §5.3: e (1 to 3 workers) runs on training server t1 beside a, which leaves one GPU
+    free there; x1 is on loan and empty. The knapsack gives e both workers it may add, and
+    both go to x1, so a reclaim of x1 only scales e in; in server order one would take t1's
+    free GPU and one x1's (x1 sorts after t1)."""
+    state = {"servers": [{"id": "t1", "pool": "training", "gpus": 4},
+                         {"id": "x1", "pool": "inference", "gpus": 4, "on_loan": True}],
+             "jobs": [{"id": "e", "status": "running", "min_workers": 1, "max_workers": 3,
+                       "remaining_seconds": 3600, "placement": [{"server": "t1", "gpus": 1}]},
+                      {"id": "a", "status": "running", "min_workers": 2,
+                       "remaining_seconds": 9000, "placement": [{"server": "t1", "gpus": 2}]}]}
+    answer = decide_schedule({"policy": "srtf+aryl-expand", "state": state})
+    (scale,) = answer["scale_out"]
+    assert (scale["job"], scale["target_workers"]) == ("e", 3)
+    assert scale["join_hosts"] == [{"host": "x1", "slots": 2}]
+
+
 @pytest.mark.parametrize("policy", sorted(registry()))
 def test_every_registered_policy_answers_or_refuses_by_name(policy: str) -> None:
     """A policy that needs the history of a whole run (SIA) refuses; none crashes."""
