@@ -24,6 +24,7 @@ from simulation.composition import (
     open_layers,
     resolve_policy,
     split_composition,
+    stages,
 )
 from simulation.engine import EngineConfig
 from simulation.errors import InputError
@@ -180,9 +181,20 @@ class ScenarioBuilderForm(forms.Form):
         self.fields["policies"].choices = [(p["name"], p["name"]) for p in self.catalog]
         self.declared = {name: {p.name: p for p in cls.params} for name, cls in policies.items()}
         self.layers = {name: open_layers(cls) for name, cls in policies.items()}
+        known = stages()
+        # policy -> stage -> its parameters, for the stages a policy may take
+        self.stage_params = {name: {stage: {p.name: p for p in known[stage].params}
+                                    for offered in self.layers[name].values()
+                                    for stage in offered if known[stage].params}
+                             for name in policies}
         for policy, params in self.declared.items():
             for param in params.values():
                 self.fields[param_field_name(policy, param.name)] = _param_field(param)
+            for stage, stage_params in self.stage_params[policy].items():
+                for param in stage_params.values():
+                    field = _param_field(param)
+                    field.label = f"{param.name} ({stage})"
+                    self.fields[param_field_name(policy, param.name)] = field
             for layer, (own, *others) in self.layers[policy].items():
                 self.fields[stage_field_name(policy, layer)] = forms.MultipleChoiceField(
                     required=False, label=f"{layer.capitalize()} stages", initial=[own],
@@ -199,7 +211,10 @@ class ScenarioBuilderForm(forms.Form):
             groups.setdefault(policy_group(self.papers[p["name"]]), []).append({
                 "name": p["name"], "description": p["description"],
                 "paper": self.papers[p["name"]], "checkbox": boxes[p["name"]],
-                "params": [self[param_field_name(p["name"], q["name"])] for q in p["params"]],
+                "params": [self[param_field_name(p["name"], q["name"])] for q in p["params"]]
+                + [self[param_field_name(p["name"], name)]
+                   for stage_params in self.stage_params[p["name"]].values()
+                   for name in stage_params],
                 "stages": stages,
                 # open when another stage than the policy's own is ticked, so it is seen
                 "stages_changed": any((field.value() or []) != self.fields[field.name].initial
@@ -276,25 +291,34 @@ class ScenarioBuilderForm(forms.Form):
         engine = data.get("engine_settings") if isinstance(data.get("engine_settings"),
                                                            dict) else {}
         for base in data.get("policies") or []:
-            params = {}
-            for name, param in self.declared[base].items():
-                value = data.get(param_field_name(base, name))
-                if value is None or value == "" or value == param.default:
-                    continue
-                params[name] = value
+            params = self._changed(base, self.declared[base], data)
             ticked = [[(layer, stage) for stage in data.get(stage_field_name(base, layer)) or
                        [own]] for layer, (own, *_) in self.layers[base].items()]
             for chosen in itertools.product(*ticked):
+                entry_params = dict(params)
+                for _, stage in chosen:  # a stage's parameters go with the runs that take it
+                    entry_params.update(self._changed(
+                        base, self.stage_params[base].get(stage, {}), data))
                 try:
                     policy = compose(base, dict(chosen))
-                    split_settings(policy, {**engine, **params})
+                    split_settings(policy, {**engine, **entry_params})
                 except InputError as exc:
                     target = param_field_name(base, exc.field or "")
                     self.add_error(target if target in self.fields else "policies",
                                    f"{base}: {exc.message}")
                     break
-                entries.append({"policy": policy, "params": params})
+                entries.append({"policy": policy, "params": entry_params})
         return entries
+
+    @staticmethod
+    def _changed(base: str, declared: dict[str, Param], data: dict[str, Any]) -> dict[str, Any]:
+        """The values of `declared` set in the form that differ from their defaults."""
+        changed = {}
+        for name, param in declared.items():
+            value = data.get(param_field_name(base, name))
+            if value is not None and value != "" and value != param.default:
+                changed[name] = value
+        return changed
 
 
 def builder_initial(*, scenario: Scenario) -> dict[str, Any]:
@@ -323,7 +347,7 @@ def builder_initial(*, scenario: Scenario) -> dict[str, Any]:
             stage = added.get(layer, own)
             if stage not in ticked:
                 ticked.append(stage)
-        declared = {p.name: p for p in resolve_policy(base).params}
+        declared = {p.name: p for p in resolve_policy(entry["policy"]).params}
         for name, value in entry["params"].items():
             param = declared.get(name)
             if param is not None:

@@ -207,6 +207,25 @@ def test_a_baseline_offers_allocation_stages_and_runs_each_combination(planner):
         "srtf", "srtf+edl-expand", "srtf+no-loan", "srtf+no-loan+edl-expand"]
 
 
+def test_a_stage_parameter_goes_with_the_runs_that_take_the_stage(planner):
+    """Tiresias' placement boxes offer Gandiva's packing, whose trial length is an input of
+    its own: set to 30 s it goes to the packed run only (the plain run would refuse it)."""
+    html = planner.get(NEW).content.decode()
+    assert 'name="stage__tiresias__placement" value="gandiva-pack"' in html
+    assert "pack_trial (gandiva-pack)" in html
+    response = planner.post(NEW, _data(policies=["tiresias"], **{
+        "stage__tiresias__placement": ["best-fit", "gandiva-pack"],
+        "param__tiresias__pack_trial": "30"}))
+    assert response.status_code == 302, response.context["form"].errors
+    scenario = Scenario.objects.get()
+    assert scenario.policies == [{"policy": "tiresias", "params": {}},
+                                 {"policy": "tiresias+gandiva-pack",
+                                  "params": {"pack_trial": 30.0}}]
+    form = planner.get(NEW, {"from": scenario.pk}).context["form"]  # Clone brings it back
+    assert form["param__tiresias__pack_trial"].value() == 30.0
+    assert form["stage__tiresias__placement"].value() == ["best-fit", "gandiva-pack"]
+
+
 def test_policies_are_grouped_by_paper_in_the_papers_order(planner):
     groups = ScenarioBuilderForm().policy_groups()
     assert [g["paper"] for g in groups] == ["Baselines", "Aryl", "EDL", "Gandiva", "Muri",
