@@ -14,7 +14,10 @@ it takes in each, in the spirit of the Kubernetes scheduler framework's extensio
   `requested` runs every job at its requested size (the baselines' own); `edl-expand` gives
   free GPUs to running elastic jobs while nothing waits (`simulation/policies/
   edl_expansion.py`), so `srtf+edl-expand` is SRTF with EDL's expansion; `aryl-expand`
-  splits them by Aryl's knapsack instead (`aryl_expansion.py`).
+  splits them by Aryl's knapsack instead (`aryl_expansion.py`); `edl-compact` is EDL's
+  whole Algorithm 1, compaction under load as well, which reads Tiresias' queues:
+  `elastic-tiresias` is registered as `tiresias+edl-compact` (a stage that reads more of its
+  policy than `priority_key` names it in `Stage.requires`, and other policies are refused).
 - **placement**: which GPUs, and whether jobs share them (packing, time-slicing,
   interleaving). `best-fit` puts every job on GPUs of its own; `gandiva-pack` adds Gandiva's
   packing to a preemptive priority ordering (`simulation/policies/gandiva_pack_stage.py`), so
@@ -22,12 +25,12 @@ it takes in each, in the spirit of the Kubernetes scheduler framework's extensio
 
 Every registered policy is a composition: its capacity stage is its paper's reclaim strategy
 (`Policy.engine_defaults`, else the engine's), and it decides the layers in `Policy.layers`
-itself, as one stage named after it: ordering, allocation and placement for the papers'
-policies; ordering and placement for FIFO, SJF, Themis and SIA's queue policies, whose
-allocation stage is `requested`; ordering only for the preemptive priority policies
-(Tiresias, SRTF, SRSF), whose placement stage is `best-fit`: a placement stage reads their
-`priority_key`. A
-composition names a policy and the stages that replace its own, joined by `+`:
+itself, as one stage named after it, unless it names its stages (`Policy.composition`, as
+Elastic-Tiresias does): ordering, allocation and placement for the other papers' policies;
+ordering and placement for FIFO, SJF, Themis and SIA's queue policies, whose allocation
+stage is `requested`; ordering only for the preemptive priority policies (Tiresias, SRTF,
+SRSF), whose placement stage is `best-fit`: a placement stage reads their `priority_key`.
+A composition names a policy and the stages that replace its own, joined by `+`:
 ``elastic-tiresias+aryl-loan`` is EDL's Elastic-Tiresias whose loaned servers are returned
 by Aryl's reclaim; the policy may come anywhere (``aryl-loan+muri-s`` is
 ``muri-s+aryl-loan``). Each layer takes at most one stage; an unknown name or a second stage for
@@ -48,6 +51,7 @@ from simulation.errors import InputError
 from simulation.policies.aryl_expansion import ArylExpansion
 from simulation.policies.base import Param, Policy, parse_params, registry
 from simulation.policies.edl_expansion import EdlExpansion
+from simulation.policies.elastic_tiresias import EDL_COMPACTION_PARAMS, EdlCompaction
 from simulation.policies.gandiva_pack_stage import PACK_STAGE_PARAMS, GandivaPackStage
 from simulation.reclaim import reclaim_strategies
 
@@ -69,6 +73,11 @@ class Stage:
     engine_settings: Mapping[str, Any]
     mixin: type | None = None
     params: tuple[Param, ...] = ()
+    # (attribute, what it is): a stage that reads more of its policy than `priority_key`
+    requires: tuple[str, str] | None = None
+
+    def fits(self, cls: type[Policy]) -> bool:
+        return self.requires is None or hasattr(cls, self.requires[0])
 
 
 def capacity_stage_name(reclaim_strategy: str) -> str:
@@ -111,6 +120,12 @@ GANDIVA_PACK = Stage("placement", "gandiva-pack", "Gandiva's packing (OSDI'18 §
                      "of low GPU utilisation shares the GPU of a running one, kept after a "
                      "trial only if the pair beats one GPU's worth; a pack holds one GPU in the "
                      "ordering's count.", {}, GandivaPackStage, PACK_STAGE_PARAMS)
+EDL_COMPACT = Stage("allocation", "edl-compact", "EDL's Algorithm 1 (TPDS'22 §5.1): when more "
+                    "than N jobs wait, elastic jobs of Tiresias' lower queues are scaled in "
+                    "(not below r of their request) to start waiting jobs; expansion when "
+                    "nothing waits; stop-free scaling. Elastic-Tiresias is tiresias+edl-compact.",
+                    {"scaling_mode": "stop-free"}, EdlCompaction, EDL_COMPACTION_PARAMS,
+                    ("queue_index", "Tiresias' priority queues"))
 # The stage a policy takes in a layer it does not decide itself, unless a composition says.
 OWN_DEFAULTS = {"allocation": REQUESTED, "placement": BEST_FIT}
 
@@ -118,15 +133,16 @@ OWN_DEFAULTS = {"allocation": REQUESTED, "placement": BEST_FIT}
 def stages() -> dict[str, Stage]:
     """Every stage a composition may name after its policy."""
     return {**capacity_stages(), REQUESTED.name: REQUESTED, EDL_EXPAND.name: EDL_EXPAND,
-            ARYL_EXPAND.name: ARYL_EXPAND, BEST_FIT.name: BEST_FIT,
+            ARYL_EXPAND.name: ARYL_EXPAND, EDL_COMPACT.name: EDL_COMPACT, BEST_FIT.name: BEST_FIT,
             GANDIVA_PACK.name: GANDIVA_PACK}
 
 
 def policy_stages(cls: type[Policy]) -> dict[str, str]:
     """Layer -> stage name of a policy class, composed or registered."""
-    if cls.composition is not None:
-        return dict(cls.composition)
     reclaim = cls.engine_defaults.get("reclaim_strategy", DEFAULT_RECLAIM)
+    if cls.composition is not None:
+        named = {"capacity": capacity_stage_name(reclaim), **cls.composition}
+        return {layer: named[layer] for layer in LAYERS if layer in named}
     chosen = {"capacity": capacity_stage_name(reclaim)}
     for layer in LAYERS[1:]:
         chosen[layer] = cls.name if layer in cls.layers else OWN_DEFAULTS[layer].name
@@ -183,9 +199,18 @@ def _compose(name: str) -> type[Policy]:
         if stage.layer in replaced:
             raise InputError(f"{name!r}: stages {replaced[stage.layer]!r} and {stage_name!r} "
                              f"both take the {stage.layer} layer", field="policy")
+        if stage.layer in base.layers and base.composition is not None:
+            ordering = policy_stages(base)["ordering"]
+            raise InputError(f"{name!r}: policy {base_name!r} is {ordering} with the "
+                             f"{stage.layer} stage {layers[stage.layer]!r}; name {ordering!r} "
+                             f"with the stages wanted instead", field="policy")
         if stage.layer in base.layers:
             raise InputError(f"{name!r}: policy {base_name!r} decides {stage.layer} itself; "
                              f"it cannot take the {stage.layer} stage {stage_name!r}",
+                             field="policy")
+        if not stage.fits(base):
+            raise InputError(f"{name!r}: stage {stage_name!r} needs "
+                             f"{stage.requires[1]}, which policy {base_name!r} has not",
                              field="policy")
         replaced[stage.layer] = stage_name
         engine_defaults.update(stage.engine_settings)
@@ -262,7 +287,7 @@ def open_layers(cls: type[Policy]) -> dict[str, list[str]]:
     own = policy_stages(cls)
     offered: dict[str, list[str]] = {}
     for stage in stages().values():
-        if stage.layer not in cls.layers:
+        if stage.layer not in cls.layers and stage.fits(cls):
             offered.setdefault(stage.layer, [own[stage.layer]])
             if stage.name != own[stage.layer]:
                 offered[stage.layer].append(stage.name)

@@ -1,9 +1,10 @@
 """Elastic-Tiresias: EDL Algorithm 1 (Wu et al., TPDS'22 §5.1, §6.3) on top of Tiresias.
 
-Each round runs Algorithm 1 around Tiresias' discretised 2D-LAS plan (`tiresias.py`,
-reused by subclassing): compaction before the plan, so waiting jobs start by scaling others
-in rather than by preempting them ("instead of preempting low-priority jobs, we may scale in
-low-priority jobs", EDL §1), and expansion after it.
+Each round runs Algorithm 1 around Tiresias' discretised 2D-LAS plan (`tiresias.py`): the
+allocation stage `edl-compact` (`EdlCompaction`, mixed in before Tiresias; the policy
+`elastic-tiresias` is `tiresias+edl-compact`) compacts before the plan, so waiting jobs
+start by scaling others in rather than by preempting them ("instead of preempting
+low-priority jobs, we may scale in low-priority jobs", EDL §1), and expands after it.
 
 - Compaction (lines 1-6), when more than `compaction_threshold` (N, default 10) jobs wait:
   for each waiting job J in Tiresias order, running elastic jobs of the lower-priority queues
@@ -202,39 +203,43 @@ class WaitingIndex:
         self._entries -= 1
 
 
-@register
-class ElasticTiresias(Tiresias):
-    name = "elastic-tiresias"
-    layers = ("ordering", "allocation", "placement")  # EDL's compaction and expansion
-    description = "Tiresias with EDL compaction (scale-in under load) and expansion."
-    paper = "EDL TPDS'22 §5.1 Algorithm 1, §6.3 (N=10, r=0.5)"
-    params = (
-        *Tiresias.params,
-        Param("compaction_threshold", int, 10, "compact when more than N jobs wait",
-              bounds=(0, 200_000)),
-        Param("qos_ratio", float, 0.5, "never scale a job in below this share of its request",
-              bounds=(0.01, 1.0)),
-    )
-    engine_defaults = {"scaling_mode": "stop-free"}  # EDL §4.2
+EDL_COMPACTION_PARAMS = (
+    Param("compaction_threshold", int, 10, "compact when more than N jobs wait",
+          bounds=(0, 200_000)),
+    Param("qos_ratio", float, 0.5, "never scale a job in below this share of its request",
+          bounds=(0.01, 1.0)),
+)
+
+
+class EdlCompaction:
+    """EDL's Algorithm 1 as the allocation stage `edl-compact`, mixed in before Tiresias (it
+    reads Tiresias' queues: `queue_index`, `_bounds`, `promote_knob`): return the expansion
+    when a job waits, compact, Tiresias' own round, expand when nothing waits.
+    `elastic-tiresias` is this stage on Tiresias."""
+
+    deciding_layer = "ordering"
     compaction_threshold: int
     qos_ratio: float
 
     def __init__(self, **values: object) -> None:
-        super().__init__(**values)
-        self._waiting = WaitingIndex(self._bounds)
+        super().__init__(**values)  # type: ignore[call-arg]  # Tiresias
+        self._waiting = WaitingIndex(self._bounds)  # type: ignore[attr-defined]
 
     def schedule(self, view: ClusterView) -> Iterator[Decision]:
         self._waiting.sync(view)
         elastic = self._waiting.has_elastic(view)  # without, neither expansion has work
+        self.deciding_layer = "allocation"
         if view.queue and elastic:
             yield from return_expansion(view)
         if len(view.queue) > self.compaction_threshold:
-            if elastic or self.promote_knob > 0 or not view.queue_in_submit_order():
+            if elastic or self.promote_knob > 0 or not view.queue_in_submit_order():  # type: ignore[attr-defined]
                 yield from self._compact(view)
             else:
                 yield from self._compact_from_free(view)
-        yield from super().schedule(view)
+        self.deciding_layer = "ordering"
+        yield from super().schedule(view)  # type: ignore[misc]  # Tiresias' round
         if not view.queue and elastic:
+            self.deciding_layer = "allocation"
             yield from expand(view)
 
     def min_gpus(self, spec: JobSpec) -> int:
@@ -246,8 +251,9 @@ class ElasticTiresias(Tiresias):
     # -- compaction -----------------------------------------------------------------------
 
     def _compact(self, view: ClusterView) -> Iterator[Decision]:
+        queue_index = self.queue_index  # type: ignore[attr-defined]  # Tiresias'
         waiting = sorted(view.queue.values(),
-                         key=lambda j: (self.queue_index(view, j), j.submit_time))
+                         key=lambda j: (queue_index(view, j), j.submit_time))
         # A plan reads the job only through its class and the state changes only by what is
         # yielded here: a class without a plan stays so until the next launch.
         planless: set[JobClass] = set()
@@ -294,8 +300,9 @@ class ElasticTiresias(Tiresias):
     def _started(self, job_id: str) -> None:
         """Tell Tiresias' queue order that compaction starts `job_id`, as its own launches
         do, so its walks do not step over the job's entry until a clean-up drops it."""
-        if self._order is not None:
-            self._order.forget(job_id)
+        order = self._order  # type: ignore[attr-defined]  # Tiresias' queue order
+        if order is not None:
+            order.forget(job_id)
 
     def _compaction_plan(
         self, view: ClusterView, job: JobView
@@ -306,7 +313,7 @@ class ElasticTiresias(Tiresias):
         w = spec.gpus_per_worker
         victims = {
             v.job_id: v for v in view.running.values()
-            if v.spec.elastic and self.queue_index(view, v) >= 1
+            if v.spec.elastic and self.queue_index(view, v) >= 1  # type: ignore[attr-defined]
             and v.gpus > self.min_gpus(v.spec)
         }
         budget = {vid: v.gpus - self.min_gpus(v.spec) for vid, v in victims.items()}
@@ -364,3 +371,17 @@ class ElasticTiresias(Tiresias):
             for vid, v in victims.items() if held[vid] != v.gpus
         ]
         return resizes, tuple(slots)
+
+
+@register
+class ElasticTiresias(EdlCompaction, Tiresias):
+    """Tiresias with the allocation stage `edl-compact`: the same class as the composition
+    `tiresias+edl-compact`, registered under EDL's name for the policy."""
+
+    name = "elastic-tiresias"
+    layers = ("ordering", "allocation", "placement")  # a fixed composition: see `composition`
+    composition = {"ordering": "tiresias", "allocation": "edl-compact", "placement": "best-fit"}
+    description = "Tiresias with EDL compaction (scale-in under load) and expansion."
+    paper = "EDL TPDS'22 §5.1 Algorithm 1, §6.3 (N=10, r=0.5)"
+    params = (*Tiresias.params, *EDL_COMPACTION_PARAMS)
+    engine_defaults = {"scaling_mode": "stop-free"}  # EDL §4.2

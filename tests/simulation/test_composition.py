@@ -23,9 +23,8 @@ from tests.simulation.builders import cluster, training_cluster, workload
 
 def test_a_composition_takes_its_policy_and_the_stages_it_names() -> None:
     cls = resolve_policy("elastic-tiresias+aryl-loan")
-    assert cls.composition == {"capacity": "aryl-loan", "ordering": "elastic-tiresias",
-                               "allocation": "elastic-tiresias",
-                               "placement": "elastic-tiresias"}
+    assert cls.composition == {"capacity": "aryl-loan", "ordering": "tiresias",
+                               "allocation": "edl-compact", "placement": "best-fit"}
     assert resolve_policy("srtf+edl-expand").composition == {
         "capacity": "scf-loan", "ordering": "srtf", "allocation": "edl-expand",
         "placement": "best-fit"}
@@ -291,10 +290,22 @@ def test_muri_interleaves_on_a_loaned_server_until_aryl_loan_takes_it_back(
 
 
 def test_a_stage_for_a_layer_the_policy_decides_is_refused() -> None:
-    with pytest.raises(InputError, match="policy 'elastic-tiresias' decides allocation itself"):
-        resolve_policy("elastic-tiresias+edl-expand")
+    with pytest.raises(InputError, match="policy 'gandiva' decides placement itself"):
+        resolve_policy("gandiva+gandiva-pack")
+    assert describe_stages(registry()["gandiva"]) == (
+        "capacity: scf-loan, ordering+allocation+placement: gandiva")
+
+
+def test_elastic_tiresias_names_its_stages_and_keeps_them() -> None:
+    """A registered composition takes other capacity stages; its other layers are its
+    definition, so another stage there is a different composition of its ordering."""
     assert describe_stages(registry()["elastic-tiresias"]) == (
-        "capacity: scf-loan, ordering+allocation+placement: elastic-tiresias")
+        "capacity: scf-loan, ordering: tiresias, allocation: edl-compact, placement: best-fit")
+    with pytest.raises(InputError, match="'elastic-tiresias' is tiresias with the allocation "
+                                         "stage 'edl-compact'; name 'tiresias' with the stages"):
+        resolve_policy("elastic-tiresias+edl-expand")
+    assert resolve_policy("tiresias+edl-compact").engine_defaults == (
+        registry()["elastic-tiresias"].engine_defaults)
 
 
 def test_an_invalid_decision_of_an_allocation_stage_names_it(monkeypatch) -> None:

@@ -57,3 +57,10 @@ def test_tiresias_trace_under_gandiva_keeps_its_record() -> None:
     assert job_digest(gandiva.jobs) == "06e23ef434e65888"
     assert job_digest(fifo.jobs) == "6a89f2a8c4e77a8a"
     assert gandiva.summary["jct"]["mean"] == pytest.approx(195.425, abs=1e-3)
+
+
+def test_elastic_tiresias_is_tiresias_with_the_edl_compact_stage() -> None:
+    """The registered policy and the composition are one mechanism: same records."""
+    spec = load_cluster_spec(TRACES / "muri_cluster_spec_n8g8.csv")
+    result = run_simulation(spec, load_trace(TRACES / "muri_trace3.csv"), "tiresias+edl-compact")
+    assert job_digest(result.jobs) == MURI3["elastic-tiresias"][0]
