@@ -48,6 +48,21 @@ def test_a_planner_starts_a_search_and_any_role_reads_its_answer(
     assert [s["id"] for s in listed["results"]] == [started["id"]]
 
 
+def test_a_search_sizes_a_composition_of_the_scenario(
+        no_broker, django_capture_on_commit_callbacks):
+    """Compositions are chosen like policies: SRTF with Gandiva's packing runs the six
+    whole-server jobs as SRTF does (nothing packs), so its answer is FIFO's 6 servers."""
+    scenario = scenario_make(policies=("fifo", "srtf+gandiva-pack"))
+    with django_capture_on_commit_callbacks(execute=True):
+        answer = _client("planner").post(
+            URL, _body(scenario.pk, max=8, policies=["srtf+gandiva-pack"]), format="json")
+    assert answer.status_code == 201, answer.json()
+    search = drive(CapacitySearch.objects.get(pk=answer.json()["id"]),
+                   django_capture_on_commit_callbacks)
+    (packed,) = search.result["policies"]
+    assert (packed["policy"], packed["level"]) == ("srtf+gandiva-pack", 6)
+
+
 def test_a_viewer_may_not_start_a_search():
     answer = _client("viewer").post(URL, _body(scenario_make().pk), format="json")
     assert answer.status_code == 403
