@@ -166,8 +166,9 @@ def decide_reclaim(request: Any, *, snapshot: Snapshot | None = None) -> dict[st
 
 def decide_schedule(request: Any, *, snapshot: Snapshot | None = None) -> dict[str, Any]:
     """One scheduling round of `policy` (with `params`, `seed`) on the snapshot plus `queue`:
-    the jobs to launch with their placements, the elastic jobs to scale out and in, and the
-    jobs a preemptive policy stops or migrates."""
+    the jobs to launch with their placements, the elastic jobs to scale out and in, the jobs
+    a preemptive policy stops or migrates, and the running jobs whose share of their GPUs'
+    time a GPU-sharing policy changes (packing, time-slicing, interleaving; 1 = alone)."""
     data = _request(request)
     name = _str(data, "policy", "")
     params = _object(data.get("params", {}), "params")
@@ -180,7 +181,9 @@ def decide_schedule(request: Any, *, snapshot: Snapshot | None = None) -> dict[s
         raise InputError(exc.message, source=SOURCE, field=field) from None
     snapshot = snapshot or parse_snapshot(data["state"], queue=data.get("queue"))
     sim = _simulation(snapshot, policy)
+    view = sim.view
     before = {job_id: (job.status, job.placement) for job_id, job in sim.state.jobs.items()}
+    shares = {job_id: view.job(job_id).share for job_id in view.running}
     try:
         for decision in policy.schedule(sim.view) or ():
             sim.apply(decision)
@@ -192,9 +195,11 @@ def decide_schedule(request: Any, *, snapshot: Snapshot | None = None) -> dict[s
                          f"({type(exc).__name__}: {exc})", source=SOURCE,
                          field="policy") from exc
     answer: dict[str, Any] = {"policy": name, "launch": [], "scale_out": [], "scale_in": [],
-                              "preempt": [], "migrate": []}
+                              "preempt": [], "migrate": [], "share": []}
     for job_id, job in sim.state.jobs.items():
         status, placement = before[job_id]
+        if job.status == JobStatus.RUNNING and view.job(job_id).share != shares.get(job_id, 1.0):
+            answer["share"].append({"job": job_id, "share": view.job(job_id).share})
         if status == JobStatus.QUEUED and job.status == JobStatus.RUNNING:
             answer["launch"].append({"job": job_id, "workers": job.workers,
                                      "placement": _slots(job.placement)})

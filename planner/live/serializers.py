@@ -263,6 +263,11 @@ class MigrateSerializer(serializers.Serializer):
     placement = SlotSerializer(many=True)
 
 
+class ShareSerializer(serializers.Serializer):
+    job = serializers.CharField()
+    share = serializers.FloatField(help_text="the job's share of its GPUs' time now (1: alone)")
+
+
 class LoanAnswerSerializer(serializers.Serializer):
     servers = serializers.ListField(child=serializers.CharField())
 
@@ -282,3 +287,4 @@ class ScheduleAnswerSerializer(serializers.Serializer):
     scale_in = ScaleDecisionSerializer(many=True)
     preempt = serializers.ListField(child=serializers.CharField())
     migrate = MigrateSerializer(many=True)
+    share = ShareSerializer(many=True)

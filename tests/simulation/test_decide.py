@@ -106,7 +106,8 @@ def test_schedule_launches_queued_jobs_within_free_gpus() -> None:
     queue = [{"id": "q1", "min_workers": 4, "remaining_seconds": 100},
              {"id": "q2", "min_workers": 2, "max_workers": 2, "remaining_seconds": 50}]
     answer = decide_schedule({"policy": "fifo", "state": state, "queue": queue})
-    assert set(answer) == {"policy", "launch", "scale_out", "scale_in", "preempt", "migrate"}
+    assert set(answer) == {"policy", "launch", "scale_out", "scale_in", "preempt", "migrate",
+                           "share"}
     launched = {entry["job"]: entry for entry in answer["launch"]}
     assert set(launched) == {"q1", "q2"}
     used = {"t1": 2, "inf-1": 4, "inf-2": 8}
@@ -143,6 +144,21 @@ def test_schedule_of_a_composition_scales_out_by_its_allocation_stage() -> None:
     (scale,) = answer["scale_out"]
     assert (scale["job"], scale["from_workers"], scale["target_workers"]) == ("e", 2, 6)
     assert scale["join_hosts"] == [{"host": "t1", "slots": 4}]
+
+
+def test_a_packing_launch_says_the_share_each_job_of_the_gpu_gets() -> None:
+    """Tiresias with Gandiva's packing on a 1-GPU server running a (rhn): waiting b (scrnn)
+    packs onto a's GPU, and both run at Table 1's C/2 = 1.425 / 2 = 0.7125."""
+    state = {"servers": [{"id": "t1", "pool": "training", "gpus": 1}],
+             "jobs": [{"id": "a", "status": "running", "min_workers": 1, "model": "rhn",
+                       "remaining_seconds": 3000, "placement": [{"server": "t1", "gpus": 1}]}]}
+    queue = [{"id": "b", "min_workers": 1, "remaining_seconds": 600, "model": "scrnn"}]
+    answer = decide_schedule({"policy": "tiresias+gandiva-pack", "state": state,
+                              "queue": queue})
+    assert [entry["job"] for entry in answer["launch"]] == ["b"]
+    assert answer["share"] == [{"job": "a", "share": 0.7125}, {"job": "b", "share": 0.7125}]
+    plain = decide_schedule({"policy": "tiresias", "state": state, "queue": queue})
+    assert (plain["launch"], plain["share"]) == ([], [])
 
 
 def test_aryl_expand_puts_flexible_workers_on_loaned_servers_first() -> None:
