@@ -88,7 +88,8 @@ def _packable(spec: JobSpec) -> bool:
 
 class GandivaPackStage:
     """The placement stage `gandiva-pack`, mixed in before a policy with a `priority_key`
-    (see the module docstring); it replaces the policy's own `schedule`."""
+    (see the module docstring): while a pack exists its walk replaces the policy's round,
+    which otherwise runs as it is, followed by packing."""
 
     shares_gpus = True
     deciding_layer = "ordering"
