@@ -32,6 +32,7 @@ import sys
 import time
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -90,6 +91,14 @@ def bench_sia(share: float, seed: int) -> None:
               f"{describe_stages(resolve_policy(policy))}")
 
 
+def timed_summary(cluster: ClusterSpec, workload: Workload, policy: str,
+                  **options: Any) -> tuple[dict[str, Any], float]:
+    """The run's summary and the CPU seconds it took."""
+    started = time.process_time()
+    result = run_simulation(cluster, workload, policy, **options)
+    return result.summary, time.process_time() - started
+
+
 def bench_packing(jobs: int, servers: int, policies: str) -> None:
     trace = load_trace(TRACES / "pollux_philly.csv")
     models = tuple(m.name for m in GANDIVA_TABLE1)
@@ -102,10 +111,7 @@ def bench_packing(jobs: int, servers: int, policies: str) -> None:
     print(f"{'policy':<24}{'mean JCT h':>11}{'p95 h':>8}{'queuing h':>10}{'makespan h':>11}"
           f"{'preempt.':>9}{'packed':>8}{'kept':>6}{'undone':>7}{'CPU s':>7}")
     for policy in policies.split(","):
-        started = time.process_time()
-        result = run_simulation(cluster, workload, policy)
-        cpu = time.process_time() - started
-        s = result.summary
+        s, cpu = timed_summary(cluster, workload, policy)
         counters = s["policy_counters"]
         print(f"{policy:<24}{s['jct']['mean'] / 3600:>11.2f}{s['jct']['p95'] / 3600:>8.2f}"
               f"{s['queuing']['mean'] / 3600:>10.2f}{s['makespan'] / 3600:>11.1f}"
@@ -148,10 +154,7 @@ def main() -> None:
               f"{'by reclaim':>11}{'collateral':>11}{'CPU s':>7}  stages")
     print(header)
     for policy in args.policies.split(","):
-        started = time.process_time()
-        result = run_simulation(cluster, workload, policy, seed=args.seed, inference_load=load)
-        cpu = time.process_time() - started
-        s = result.summary
+        s, cpu = timed_summary(cluster, workload, policy, seed=args.seed, inference_load=load)
         loaning = s["loaning"]
         print(f"{policy:<28}{s['jct']['mean'] / 3600:>11.2f}{s['queuing']['mean'] / 3600:>10.2f}"
               f"{s['preemptions']:>9}{loaning['reclaim_preemptions']:>11}"
