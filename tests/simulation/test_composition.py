@@ -61,6 +61,9 @@ def test_a_stage_brings_its_parameters_and_a_placement_stage_wraps_inside_alloca
                                                       "Tiresias"]
     with pytest.raises(InputError, match="has no parameter 'pack_trial'"):
         create_policy("tiresias", {"pack_trial": 30})
+    with pytest.raises(InputError, match="0 is outside 1 to 86400") as caught:
+        create_policy("tiresias+gandiva-pack", {"pack_trial": "0"})
+    assert caught.value.field == "pack_trial"
     with pytest.raises(InputError, match="policy 'fifo' decides placement itself"):
         resolve_policy("fifo+gandiva-pack")
 
