@@ -49,7 +49,6 @@ from simulation.model import JobSpec
 from simulation.policies.base import Param
 from simulation.policies.gandiva_index import packing_capacity
 from simulation.policies.ordering import pool_preference, training_capacity
-from simulation.state import JobStatus
 from simulation.view import ClusterView, JobView
 
 PACK_STAGE_PARAMS = (
@@ -79,6 +78,10 @@ def _remaining_at(job: JobView, at: float) -> float | None:
         return None
     left, since, rate = line
     return max(0.0, left - rate * max(0.0, at - since))
+
+
+def _first(entry: tuple) -> object:
+    return entry[0]
 
 
 def _packable(spec: JobSpec) -> bool:
@@ -154,36 +157,38 @@ class GandivaPackStage:
         (the module docstring): `preemptive_schedule`'s walk, which the policy's own round
         follows when nothing is packed."""
         budget = training_capacity(view)
+        pack_of = self._pack_of
         counted: set[int] = set()
         kept: set[str] = set()
-
-        def cost(job: JobView) -> int:
-            pid = self._pack_of.get(job.job_id)
-            if pid is None:
-                return job.gpus
-            return 0 if pid in counted else 1
-
+        key = self.priority_key
+        entries = []
         for job in view.running.values():
-            if not job.spec.preemptible:
-                kept.add(job.job_id)
-                budget -= cost(job)
-                if job.job_id in self._pack_of:
-                    counted.add(self._pack_of[job.job_id])
+            job_id = job.job_id
+            if job.spec.preemptible:
+                entries.append(((key(view, job), job.trace_index), job_id, job))
+                continue
+            kept.add(job_id)
+            pid = pack_of.get(job_id)
+            if pid is None:
+                budget -= job.gpus
+            elif pid not in counted:
+                counted.add(pid)
+                budget -= 1
+        entries += [((key(view, job), job.trace_index), job.job_id, job)
+                    for job in view.queue.values()]
         launches: list[JobView] = []
-        jobs = [*view.running.values(), *view.queue.values()]
-        for _, job in sorted(((self.priority_key(view, j), j.trace_index), j) for j in jobs):
-            if job.job_id in kept:
-                continue
-            running = job.status == JobStatus.RUNNING
-            need = cost(job) if running else job.spec.num_gpus
-            if need > budget:
-                continue
-            budget -= need
-            if running:
-                kept.add(job.job_id)
-                if job.job_id in self._pack_of:
-                    counted.add(self._pack_of[job.job_id])
-            else:
+        running = view.running
+        for _, job_id, job in sorted(entries, key=_first):
+            if job_id in running:
+                pid = pack_of.get(job_id)
+                need = job.gpus if pid is None else 0 if pid in counted else 1
+                if need <= budget:
+                    budget -= need
+                    kept.add(job_id)
+                    if pid is not None:
+                        counted.add(pid)
+            elif job.spec.num_gpus <= budget:
+                budget -= job.spec.num_gpus
                 launches.append(job)
         return kept, launches
 
