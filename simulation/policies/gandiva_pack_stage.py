@@ -33,6 +33,9 @@ preemptive priority policy's placement (Tiresias, SRTF, SRSF: the policies with 
   then runs alone at full speed; no migration across servers (Gandiva's migration is its
   own mechanism, not part of packing).
 
+A live decision starts from a snapshot, without the packs earlier decisions made: jobs that
+over-commit a server's GPUs there are taken as kept packs (`_adopt`).
+
 Counters (summary `policy_counters`): packings, packings_kept, packings_undone, unpacks.
 """
 
@@ -106,6 +109,7 @@ class GandivaPackStage:
         self._pack_of: dict[str, int] = {}
         self._failed: set[tuple[str, ...]] = set()
         self._next_pack = 0
+        self._adopted = False
         self._counts: Counter[str] = Counter(packings=0, packings_kept=0, packings_undone=0,
                                              unpacks=0)
 
@@ -117,6 +121,9 @@ class GandivaPackStage:
 
     def schedule(self, view: ClusterView) -> Iterator[Decision]:
         self.deciding_layer = "placement"
+        if not self._adopted:
+            self._adopted = True
+            yield from self._adopt(view)
         yield from self._drop_stopped(view)
         yield from self._review(view)
         if not self._packs:  # the policy's own round: `_walk` would decide the same
@@ -251,6 +258,30 @@ class GandivaPackStage:
         yield from self._shares(view, pack)
         if pid in self._packs:
             self._start_trial(view, pack)
+
+    def _adopt(self, view: ClusterView) -> Iterator[Decision]:
+        """Packs found in the state at the first round: a live snapshot's jobs that an
+        earlier decision packed. On a server holding more GPUs than it has, its one-GPU
+        jobs share the GPUs the others leave, as evenly as they divide (in job id order);
+        such packs are kept, their trial long past."""
+        for sid, server in view.servers.items():
+            if server.used <= server.gpus:
+                continue
+            ones = sorted(job_id for job_id, gpus in server.jobs.items()
+                          if gpus == 1 and view.job(job_id).gpus == 1
+                          and not view.job(job_id).spec.elastic)
+            gpus = server.gpus - (server.used - len(ones))
+            if gpus <= 0 or len(ones) <= gpus:
+                continue
+            for members in (ones[i::gpus] for i in range(gpus)):
+                if len(members) < 2:
+                    continue
+                pid = self._next_pack
+                self._next_pack += 1
+                self._packs[pid] = _Pack(sid, list(members), view.now, kept=True)
+                for job_id in members:
+                    self._pack_of[job_id] = pid
+                yield from self._shares(view, self._packs[pid])
 
     def _drop_stopped(self, view: ClusterView) -> Iterator[Decision]:
         """Members that finished or were preempted (by the ordering or a reclaim) leave."""

@@ -161,6 +161,24 @@ def test_a_packing_launch_says_the_share_each_job_of_the_gpu_gets() -> None:
     assert (plain["launch"], plain["share"]) == ([], [])
 
 
+def test_a_snapshots_packed_jobs_are_a_pack_the_next_job_may_join() -> None:
+    """The state holds a and b on one GPU (an earlier packing decision). The stage takes them
+    as a pack at 0.7125 each, and waiting c (vae, +412 %) joins it: C = min(3, (1.46 + 1.39 +
+    5.12) / 3) = 2.656667, so 0.885556 each."""
+    slot = [{"server": "t1", "gpus": 1}]
+    state = {"servers": [{"id": "t1", "pool": "training", "gpus": 1}],
+             "jobs": [{"id": "a", "status": "running", "min_workers": 1, "model": "rhn",
+                       "remaining_seconds": 3000, "placement": slot},
+                      {"id": "b", "status": "running", "min_workers": 1, "model": "scrnn",
+                       "remaining_seconds": 600, "placement": slot}]}
+    queue = [{"id": "c", "min_workers": 1, "remaining_seconds": 600, "model": "vae"}]
+    answer = decide_schedule({"policy": "tiresias+gandiva-pack", "state": state,
+                              "queue": queue})
+    assert [entry["job"] for entry in answer["launch"]] == ["c"]
+    assert [(e["job"], round(e["share"], 6)) for e in answer["share"]] == [
+        ("a", 0.885556), ("b", 0.885556), ("c", 0.885556)]
+
+
 def test_aryl_expand_puts_flexible_workers_on_loaned_servers_first() -> None:
     """Aryl §5.3: e (1 to 3 workers) runs on training server t1 beside a, which leaves one GPU
     free there; x1 is on loan and empty. The knapsack gives e both workers it may add, and
