@@ -201,13 +201,15 @@ class GandivaPackStage:
 
     # -- placement on physical GPUs ---------------------------------------------------------
 
-    def _physical_free(self, view: ClusterView) -> dict[str, int]:
-        """Free GPUs per available server, a packed GPU counted once."""
+    def _physical_free(self, view: ClusterView, *, packed_only: bool = False) -> dict[str, int]:
+        """Free GPUs per available server (or per server holding a pack), a packed GPU
+        counted once."""
         guests: Counter[str] = Counter()
         for pack in self._packs.values():
             guests[pack.server] += len(pack.members) - 1
-        return {sid: server.gpus - server.used + guests[sid]
-                for sid, server in view.servers.items() if server.available}
+        servers = view.servers
+        return {sid: servers[sid].gpus - servers[sid].used + guests[sid]
+                for sid in (guests if packed_only else servers) if servers[sid].available}
 
     def _place(self, view: ClusterView, spec: JobSpec) -> Placement | None:
         """The policy's best fit (`best_fit`'s rule) on the GPUs physically free."""
@@ -336,7 +338,7 @@ class GandivaPackStage:
         """A GPU free on a pack's server goes to the pack's newest member."""
         if not self._packs:
             return
-        free = self._physical_free(view)
+        free = self._physical_free(view, packed_only=True)
         for pid in sorted(self._packs):
             pack = self._packs.get(pid)
             while pack is not None and pid in self._packs and free.get(pack.server, 0) > 0:
