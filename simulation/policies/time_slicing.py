@@ -181,13 +181,18 @@ _new_slice = object.__new__  # a boundary turn fills in each field itself
 
 
 def boundary_turn(current: Slice, units: Mapping[Unit, int], gpus: int, resumed: float,
-                  smallest: int | None = None) -> Slice:
+                  smallest: int | None = None, uniform: bool = False) -> Slice:
     """The next quantum: the units that ran go to the back, in order, and the front runs.
 
     The units that ran all lie in `current.rotation[:current.reached]`: those walked past
     stay in front (the next head), the ones that ran are appended to the tape, and only the
     front is walked, until fewer GPUs are free than the smallest unit needs (as `turn` at a
-    boundary, where no unit keeps running and none is new)."""
+    boundary, where no unit keeps running and none is new).
+
+    With `uniform` (every unit of `smallest` GPUs: Algorithm 1 fills a server with jobs of
+    one size) and nothing walked past, the walk takes the first gpus // smallest units of
+    the window, each resumed from a suspension unless it ran the quantum before: when none
+    did, the slice is built by list operations alone."""
     if smallest is None:
         smallest = min(units.values(), default=0)
     tape, end = current.tape, current.end
@@ -209,6 +214,15 @@ def boundary_turn(current: Slice, units: Mapping[Unit, int], gpus: int, resumed:
         start = cut
     tape.extend(ran)
     end += len(ran)
+    if uniform and not head and resumed > SUSPENDED:
+        width = gpus // smallest
+        front = tape[start:start + width]
+        if len(front) == width < end - start and current.shares.keys().isdisjoint(front):
+            following = _new_slice(Slice)
+            following.head, following.tape, following.start, following.end = (), tape, start, end
+            following.shares, following.suspends = dict.fromkeys(front, resumed), len(ran)
+            following.ran, following.reached = tuple(front), width
+            return following
     get = current.shares.get
     shares: dict[Unit, float] = {}
     running: list[Unit] = []
@@ -250,17 +264,26 @@ def plan_rotation(origin: float, first: Slice, units: Mapping[Unit, int], gpus: 
     """`first` then the boundary turns after it, until a slice repeats one before it (with
     `loops`) or the plan holds `horizon` quanta.
 
-    A slice's key is its running units, their shares and the ends of its rotation
-    (`_ends`), so a quantum costs its walk, not a pass over the rotation; slices with the
+    A slice's key is its running units, their shares and a part of its rotation that
+    equal rotations share, so a quantum costs its walk, not a pass over the rotation:
+    while no slice has a head, the tape repeats with the rotation's length (each unit
+    appended is the one that many places before it), so the window's first unit says
+    the whole rotation; after that, the ends of the rotation (`_ends`). Slices with the
     same key are compared unit by unit before the plan loops."""
     slices = [first]
     seen: dict[tuple, list[int]] = {}  # not `first`: its suspends are a touch's
     smallest = min(units.values(), default=0)
+    uniform = smallest == max(units.values(), default=0) > 0
+    ring = not first.head
     while len(slices) < horizon:
-        following = boundary_turn(slices[-1], units, gpus, resumed, smallest)
+        following = boundary_turn(slices[-1], units, gpus, resumed, smallest, uniform)
         if loops:
-            key = (_ends(following), following.ran,
-                   tuple(map(following.shares.__getitem__, following.ran)))
+            if ring and following.head:  # the tape repeats no more: key every slice anew
+                ring = False
+                seen = {}
+                for j in range(1, len(slices)):
+                    seen.setdefault(_key(slices[j], False), []).append(j)
+            key = _key(following, ring)
             earlier = seen.get(key)
             if earlier is None:
                 seen[key] = [len(slices)]
@@ -272,6 +295,12 @@ def plan_rotation(origin: float, first: Slice, units: Mapping[Unit, int], gpus: 
                 earlier.append(len(slices))
         slices.append(following)
     return RotationPlan(origin, slices, len(slices) - 1, expires=True)
+
+
+def _key(s: Slice, ring: bool) -> tuple:
+    """What `plan_rotation` compares first: the units that run, their shares and, in a
+    plan whose tape repeats (`ring`), the window's first unit, else `_ends`."""
+    return (s.tape[s.start] if ring else _ends(s), s.ran, tuple(map(s.shares.__getitem__, s.ran)))
 
 
 def _ends(s: Slice) -> tuple[Unit, ...]:

@@ -204,3 +204,19 @@ def test_slices_whose_rotations_differ_only_in_the_middle_do_not_loop():
              4, 3, 4, 4, 1, 4, 1, 8, 4]
     loop, length, plain = _loop_of({f"u{i}": size for i, size in enumerate(sizes)})
     assert (loop, length) == plain == (67, 236)
+
+
+def test_a_plan_loops_back_to_a_slice_keyed_before_a_unit_was_walked_past():
+    """a and c take 3 of 4 GPUs, b 1. Quantum 0 runs a, b; quantum 1 (c a b) runs c and b,
+    walking past a, which stays in front: quantum 2 is (a c b), running a and b; quantum 3
+    is (c a b) again, running c (resumed, 0.9) and b (kept, 1.0) as quantum 1 did. Slices
+    keyed by the first unit of their tape (no unit walked past yet) are keyed anew once
+    one is, so the plan loops back to quantum 1, swapping out one unit (a) on the way."""
+    units = {"a": 3, "b": 1, "c": 3}
+    first = turn(list(units), dict.fromkeys(units, 0.0), units, 4, set(), 0.5)
+    plan = plan_rotation(0.0, first, units, 4, 0.9)
+    assert [s.rotation for s in plan.slices] == [("a", "b", "c"), ("c", "a", "b"),
+                                                 ("a", "c", "b")]
+    assert [(s.ran, [s.shares[u] for u in s.ran]) for s in plan.slices] == [
+        (("a", "b"), [0.5, 0.5]), (("c", "b"), [0.9, 1.0]), (("a", "b"), [0.9, 1.0])]
+    assert (plan.loop, plan.expires, plan.loop_suspends) == (1, False, 1)
