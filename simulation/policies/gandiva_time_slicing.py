@@ -131,19 +131,33 @@ class GandivaTimeSlicing:
         plan = self._plans.pop(sid, None)
         rotation: list[Unit] = []
         old: dict[Unit, float] = {}
+        ran: tuple[Unit, ...] = ()
         horizon = MIN_HORIZON
         if plan is not None:  # the quantum in effect before this round (at a boundary: ended)
             before = self._quantum_of(plan) - boundary
             horizon = min(HORIZON, max(MIN_HORIZON, 2 * (before + 1)))  # it lasted before + 1
             self._counts["suspends"] += plan.suspends_through(before)
             current = plan.slice(before)
-            rotation = [u for u in current.rotation if u in units]
-            old = dict.fromkeys(current.rotation, SUSPENDED)
+            rotation = list(current.rotation)
+            old = dict.fromkeys(rotation, SUSPENDED)
             old.update(current.shares)
+            ran = current.ran  # the units with a share above 0 in `old`, in rotation order
         if sum(units.values()) <= gpus:
             return
+        # Set operations rather than a pass per unit in Python: hundreds of units on a
+        # crowded server, re-planned at every change (issue #22).
         listed = set(rotation)
-        for unit in sorted((u for u in units if u not in listed), key=self._unit_rank):
+        gone = listed - units.keys()
+        if gone:
+            listed -= gone
+            if len(gone) < 8:
+                for unit in gone:
+                    rotation.remove(unit)
+            else:
+                rotation = [u for u in rotation if u not in gone]
+            ran = tuple([u for u in ran if u not in gone])
+        packed = False
+        for unit in sorted(units.keys() - listed, key=self._unit_rank):
             if isinstance(unit, tuple):
                 members = self._packs[unit[1]].members
                 at = next((i for i, u in enumerate(rotation) if u in members), len(rotation))
@@ -151,20 +165,24 @@ class GandivaTimeSlicing:
                 rotation.insert(at, unit)
                 if share is not None:
                     old[unit] = share
+                    packed = True
             else:
                 rotation.append(unit)
-        ran = [u for u in rotation if u in old and old[u] > SUSPENDED]
+        if packed:  # a pack runs in the place of its member: look for it in the rotation
+            ran = tuple([u for u in rotation if u in old and old[u] > SUSPENDED])
         if boundary:
-            turned = set(ran)
-            rotation = [u for u in rotation if u not in turned] + ran
+            for unit in ran:
+                rotation.remove(unit)
+            rotation.extend(ran)
         left = self._quantum_start + self.time_slice - view.now
         resumed = max(SUSPENDED, 1.0 - self.switch_overhead / left) if left > 0 else SUSPENDED
-        first = turn(rotation, old, units, gpus, set() if boundary else set(ran), resumed)
+        first = turn(rotation, old, units, gpus, set() if boundary else set(ran), resumed,
+                     len(ran))
         self._counts["suspends"] += first.suspends
         full = max(SUSPENDED, 1.0 - self.switch_overhead / self.time_slice)
         # A job spread over servers runs at its slowest part's share: its servers' plans
         # expire rather than loop, so its sequence need not repeat with both periods.
-        loops = not any(j in self._spread for j in view.servers[sid].jobs)
+        loops = self._spread.isdisjoint(view.servers[sid].jobs)
         plan = plan_rotation(self._quantum_start, first, units, gpus, full, loops, horizon)
         self._plans[sid] = plan
         if plan.expires:
@@ -198,8 +216,8 @@ class GandivaTimeSlicing:
             # A job already suspended that stays suspended in the whole of its server's
             # fresh plan keeps its share: most members of a crowded server (issue #22).
             runners = self._runners(fresh[sid])
-            suspended = self._suspended
-            jobs.update(j for j in members if j not in suspended or j in runners)
+            jobs.update(members.keys() - self._suspended)
+            jobs.update(runners.intersection(members))
             self._let_rest(view.now, members, runners, jobs)
         for job_id in sorted(jobs, key=self._rank.__getitem__):
             if self._quanta:
@@ -243,9 +261,9 @@ class GandivaTimeSlicing:
         loop never runs adds exactly 0.0, so the settle that telling would make subtracts
         the same work a later settle does, and the job gets no completion either way."""
         quiet, cycled, suspended = self._quiet_from, self._cycled, self._suspended
-        for job_id in members:
-            if (job_id in cycled and job_id not in runners and quiet[job_id] <= now
-                    and len(self._where[job_id]) == 1 and job_id not in self._pack_of):
+        for job_id in cycled.intersection(members) - runners:
+            if (quiet[job_id] <= now and len(self._where[job_id]) == 1
+                    and job_id not in self._pack_of):
                 cycled.discard(job_id)
                 suspended.add(job_id)
                 jobs.discard(job_id)

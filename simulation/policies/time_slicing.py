@@ -135,7 +135,8 @@ class RotationPlan:
 
 
 def turn(rotation: Sequence[Unit], old: Mapping[Unit, float], units: Mapping[Unit, int],
-         gpus: int, running: set[Unit], resumed: float) -> Slice:
+         gpus: int, running: set[Unit], resumed: float, was_running: int | None = None
+         ) -> Slice:
     """Give the server's GPUs to `rotation`'s units in order: those in `running` keep their
     share, the others take what is free, at `resumed` if they were suspended (full speed
     if they were not running before: not in `old`), and the rest are suspended.
@@ -143,7 +144,8 @@ def turn(rotation: Sequence[Unit], old: Mapping[Unit, float], units: Mapping[Uni
     Once fewer GPUs are free than the smallest unit needs and every unit of `running` has
     been met, the rest of the rotation is suspended wholesale, so a turn costs the units
     that run, not all units (issue #22: hundreds per server); the swaps among the rest are
-    counted from `old` at once."""
+    counted from `was_running` (the units of `rotation` with a share above 0 in `old`,
+    counted when None)."""
     free = gpus - sum(units[u] for u in running) if running else gpus
     smallest = min(units.values(), default=0)
     shares: dict[Unit, float] = {}
@@ -172,7 +174,8 @@ def turn(rotation: Sequence[Unit], old: Mapping[Unit, float], units: Mapping[Uni
         if share > SUSPENDED:
             ran.append(unit)
     if i < n:
-        was_running = sum(1 for u in rotation if old.get(u, SUSPENDED) > SUSPENDED)
+        if was_running is None:
+            was_running = sum(1 for u in rotation if old.get(u, SUSPENDED) > SUSPENDED)
         suspends += was_running - seen_running
     return Slice(rotation, shares, suspends, tuple(ran), i)
 
