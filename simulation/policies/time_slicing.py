@@ -351,19 +351,21 @@ def unit_cycles(plan: RotationPlan, start: float, quantum: float
     `least_share` with them."""
     if plan.cycles is None or plan.cycles[0] != start:
         n, loop = len(plan.slices), plan.loop
+        # each unit's quanta with a share above 0, counted from quantum 1 (quantum 0 is -1)
         runs: dict[Unit, list[int]] = {}
         values: dict[Unit, list[float]] = {}
         least = 1.0
-        for i, s in enumerate(plan.slices):
+        for i, s in enumerate(plan.slices, -1):
             shares = s.shares
             for u in s.ran:
                 share = shares[u]
-                if u in runs:
-                    runs[u].append(i)
-                    values[u].append(share)
-                else:
+                unit_runs = runs.get(u)
+                if unit_runs is None:
                     runs[u] = [i]
                     values[u] = [share]
+                else:
+                    unit_runs.append(i)
+                    values[u].append(share)
                 if share < least:
                     least = share
         plan.least_share = least
@@ -371,23 +373,24 @@ def unit_cycles(plan: RotationPlan, start: float, quantum: float
         # from quantum 1 on: the quanta shift down by one; with no prefix (loop 0) quantum 0
         # moves to the end of the loop
         rest_length, rest_loop = (n - 1, loop - 1) if loop >= 1 else (n, 0)
+        sparse = ShareCycle.sparse
         for unit, unit_runs in runs.items():
             unit_values = values[unit]
-            first = unit_values[0] if unit_runs[0] == 0 else SUSPENDED
-            if unit_values.count(first) == n:  # runs in every quantum at one share
+            if unit_runs[0] >= 0:  # suspended in quantum 0
+                cycles[unit] = (SUSPENDED, sparse(SUSPENDED, start, quantum, rest_length,
+                                                  unit_runs, unit_values, rest_loop))
+                continue
+            first = unit_values[0]
+            if len(unit_values) == n and unit_values.count(first) == n:  # one share throughout
                 cycles[unit] = (first, None)
                 continue
-            if unit_runs[0] == 0:
-                rest_runs = [k - 1 for k in unit_runs[1:]]
-                rest_values = unit_values[1:]
-                if loop == 0:
-                    rest_runs.append(n - 1)
-                    rest_values.append(first)
-            else:
-                rest_runs = [k - 1 for k in unit_runs]
-                rest_values = unit_values
-            cycles[unit] = (first, ShareCycle.sparse(first, start, quantum, rest_length,
-                                                     rest_runs, rest_values, rest_loop))
+            del unit_runs[0]
+            rest_values = unit_values[1:]
+            if loop == 0:
+                unit_runs.append(n - 1)
+                rest_values.append(first)
+            cycles[unit] = (first, sparse(first, start, quantum, rest_length, unit_runs,
+                                          rest_values, rest_loop))
         plan.cycles = (start, cycles)
     return plan.cycles[1]
 
