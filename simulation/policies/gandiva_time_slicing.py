@@ -210,7 +210,7 @@ class GandivaTimeSlicing:
                 jobs.update(members)
                 continue
             # Every plan of a touched server is fresh (quantum 0): its units' cycles are
-            # built once, for the members that take them as they are (`_share_cycle`).
+            # built once, for the members that take them as they are (`_share_cycles`).
             fresh[sid] = unit_cycles(plan, self._quantum_start + self.time_slice,
                                      self.time_slice)
             # A job already suspended that stays suspended in the whole of its server's
@@ -219,12 +219,10 @@ class GandivaTimeSlicing:
             jobs.update(members.keys() - self._suspended)
             jobs.update(runners.intersection(members))
             self._let_rest(view.now, members, runners, jobs)
+        if self._quanta:
+            yield from self._share_cycles(view, sorted(jobs, key=self._rank.__getitem__), fresh)
+            jobs = set()
         for job_id in sorted(jobs, key=self._rank.__getitem__):
-            if self._quanta:
-                decision = self._share_cycle(view, job_id, fresh)
-                if decision is not None:
-                    yield decision
-                continue
             job = view.job(job_id)
             share = min(self._time_share(view, sid) for sid in self._where[job_id])
             share *= self._pack_factor(job_id) * self._locality(view, job)
@@ -255,7 +253,7 @@ class GandivaTimeSlicing:
                   jobs: set[str]) -> None:
         """Take out of `jobs` the members whose cycle has suspended them for good by `now`
         and that stay suspended in the fresh plan: they are as if told a plain 0 (what
-        `_share_cycle` would tell a job on one server in no pack), without a decision.
+        `_share_cycles` would tell a job on one server in no pack), without a decision.
 
         The engine's arithmetic is the same to the bit: past its last run a cycle whose
         loop never runs adds exactly 0.0, so the settle that telling would make subtracts
@@ -283,35 +281,54 @@ class GandivaTimeSlicing:
         """A job's share from its time-slicing share: packing and locality slow it."""
         return slowed_share(slice_share, self._pack_factor(job.job_id), self._locality(view, job))
 
-    def _share_cycle(self, view: ClusterView, job_id: str,
-                     fresh: dict[str, dict[Unit, tuple[float, ShareCycle | None]]]
-                     ) -> SetShare | None:
-        """The job's share for every quantum from this one on: on each of its servers its
-        unit's share in the server's plan, the lowest of them, slowed by packing and
-        locality; a share that stays the same is a plain `SetShare`, and None if it is
-        the share the job has (a call per member of a re-planned server: no generator).
+    def _share_cycles(self, view: ClusterView, jobs: list[str],
+                      fresh: dict[str, dict[Unit, tuple[float, ShareCycle | None]]]
+                      ) -> Iterator[SetShare]:
+        """Each job's share for every quantum from this one on, in the order given: on each
+        of its servers its unit's share in the server's plan, the lowest of them, slowed
+        by packing and locality; a share that stays the same is a plain `SetShare`, and
+        none if it is the share the job has.
 
         A job on one server, in no pack, runs at its unit's shares in the server's fresh
         plan (`fresh`: its units' cycles): a unit that never runs in it is suspended
         throughout, whatever slows it; one that runs takes its unit's cycle as it is
-        unless locality slows it."""
-        where = self._where[job_id]
-        if len(where) == 1 and job_id not in self._pack_of:
-            cycles = fresh.get(where[0])
-            if cycles is not None:
-                entry = cycles.get(job_id)
-                if entry is None:
-                    if self._plans[where[0]].holds(job_id):
-                        return self._plain_share(view, job_id, SUSPENDED)
-                elif (self._plans[where[0]].least_share >= MIN_SHARE
-                      and self._locality_free(view, job_id)):
-                    first, cycle = entry
-                    if cycle is None:
-                        return self._plain_share(view, job_id, first)
-                    self._cycled.add(job_id)
-                    self._suspended.discard(job_id)
-                    self._quiet_from[job_id] = cycle.silent_from()
-                    return SetShare(job_id, first, cycle)
+        unless locality slows it. That is most members of a re-planned server, so their
+        path is written out here (millions of them on muri_trace2, issue #16)."""
+        where_of, pack_of, plans = self._where, self._pack_of, self._plans
+        cycled, suspended, quiet_from = self._cycled, self._suspended, self._quiet_from
+        locality_free = self._locality_free
+        for job_id in jobs:
+            where = where_of[job_id]
+            if len(where) == 1 and job_id not in pack_of:
+                cycles = fresh.get(where[0])
+                if cycles is not None:
+                    entry = cycles.get(job_id)
+                    if entry is None:
+                        if plans[where[0]].holds(job_id):
+                            decision = self._plain_share(view, job_id, SUSPENDED)
+                            if decision is not None:
+                                yield decision
+                            continue
+                    elif (plans[where[0]].least_share >= MIN_SHARE
+                          and locality_free(view, job_id)):
+                        first, cycle = entry
+                        if cycle is None:
+                            decision = self._plain_share(view, job_id, first)
+                            if decision is not None:
+                                yield decision
+                            continue
+                        cycled.add(job_id)
+                        suspended.discard(job_id)
+                        quiet_from[job_id] = cycle.silent_from()
+                        yield SetShare(job_id, first, cycle)
+                        continue
+            decision = self._sequence_share(view, job_id)
+            if decision is not None:
+                yield decision
+
+    def _sequence_share(self, view: ClusterView, job_id: str) -> SetShare | None:
+        """`_share_cycles` for a job spread over servers, in a pack or slowed by locality:
+        the lowest of its units' share sequences, slowed."""
         job = view.job(job_id)
         sequence: ShareSequence | None = None
         for sid in self._where[job_id]:
