@@ -14,8 +14,9 @@ between `MIN_HORIZON` and `HORIZON`. The policy hands each job its part of the p
 once (`ShareCycle`), instead of a share per job per quantum.
 
 A slice lists the shares of the units its turn decided one by one, the front of the
-rotation; the rest of the rotation is suspended without being listed, so a quantum costs
-the units that run, not every unit of a crowded server (hundreds on the Muri traces).
+rotation; the rest of the rotation is suspended without being listed, and the rotation
+itself is a window of a tape the plan's slices share (`Slice`), so a quantum costs the
+units that run, not every unit of a crowded server (hundreds on the Muri traces).
 """
 
 from __future__ import annotations
@@ -62,10 +63,6 @@ class Slice:
     @property
     def rotation(self) -> tuple[Unit, ...]:
         return self.head + tuple(self.tape[self.start:self.end])
-
-    def __len__(self) -> int:
-        """The number of units in the rotation."""
-        return len(self.head) + self.end - self.start
 
 
 @dataclass(slots=True)
