@@ -219,16 +219,17 @@ class GandivaTimeSlicing:
             jobs.update(members.keys() - self._suspended)
             jobs.update(runners.intersection(members))
             self._let_rest(view.now, members, runners, jobs)
+        in_order = sorted(jobs, key=self._rank.__getitem__)
         if self._quanta:
-            yield from self._share_cycles(view, sorted(jobs, key=self._rank.__getitem__), fresh)
-            jobs = set()
-        for job_id in sorted(jobs, key=self._rank.__getitem__):
-            job = view.job(job_id)
-            share = min(self._time_share(view, sid) for sid in self._where[job_id])
-            share *= self._pack_factor(job_id) * self._locality(view, job)
-            share = min(1.0, max(share, MIN_SHARE))
-            if abs(share - job.share) > 1e-12:
-                yield SetShare(job_id, share)
+            yield from self._share_cycles(view, in_order, fresh)
+        else:
+            for job_id in in_order:
+                job = view.job(job_id)
+                share = min(self._time_share(view, sid) for sid in self._where[job_id])
+                share *= self._pack_factor(job_id) * self._locality(view, job)
+                share = min(1.0, max(share, MIN_SHARE))
+                if abs(share - job.share) > 1e-12:
+                    yield SetShare(job_id, share)
         if self.log_utilisation:
             self.utilisation_log.append((view.now, self._busy_gpu_cores(view)))
         if self._quanta:
