@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 from bisect import bisect_left
 from collections.abc import Sequence
-from itertools import accumulate, repeat
+from itertools import accumulate, compress, repeat
 from operator import mul
 
 
@@ -42,7 +42,7 @@ class ShareCycle:
 
     def __init__(self, first: float, start: float, quantum: float, shares: Sequence[float],
                  loop: int = 0) -> None:
-        runs = [k for k, share in enumerate(shares) if share != 0.0]
+        runs = list(compress(range(len(shares)), shares))  # the shares other than 0
         self._fill(first, start, quantum, len(shares), runs, [shares[k] for k in runs], loop)
 
     @classmethod

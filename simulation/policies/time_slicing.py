@@ -84,6 +84,8 @@ class RotationPlan:
     # at the first `unit_sequence` from quantum 0, which the jobs of a freshly planned
     # server ask for
     columns: dict[Unit, list[float]] | None = None
+    # the quanta (and shares) in which each unit runs, once `unit_sequence` asks past 0
+    runs_of: dict[Unit, list[tuple[int, float]]] | None = None
     members: frozenset[Unit] | None = None  # the units of the rotation, once asked for
     least_share: float = 1.0  # the lowest share above 0 in the plan, once `unit_cycles` ran
     # (start, each unit's share in quantum 0 and its `ShareCycle` from `start` on, None if
@@ -402,12 +404,28 @@ def unit_sequence(plan: RotationPlan, start: int, unit: Unit) -> ShareSequence:
         return [plan.share(0, unit)] * n, loop
     if not plan.holds(unit):
         return [1.0] * (n - start if start < loop else n - loop), max(0, loop - start)
+    # filled in from the quanta the unit runs in, a few of up to `HORIZON`: a job spread
+    # over servers asks at every re-plan of any of them (issue #16)
+    if plan.runs_of is None:
+        runs_of: dict[Unit, list[tuple[int, float]]] = {}
+        for i, s in enumerate(plan.slices):
+            for u in s.ran:
+                runs_of.setdefault(u, []).append((i, s.shares[u]))
+        plan.runs_of = runs_of
+    runs = plan.runs_of.get(unit, ())
     if start < loop:
-        return [s.shares.get(unit, SUSPENDED) for s in plan.slices[start:]], loop - start
+        values = [SUSPENDED] * (n - start)
+        for i, share in runs:
+            if i >= start:
+                values[i - start] = share
+        return values, loop - start
     period = n - loop
     offset = (start - loop) % period
-    order = [plan.slices[loop + (offset + r) % period] for r in range(period)]
-    return [s.shares.get(unit, SUSPENDED) for s in order], 0
+    tail = [SUSPENDED] * period
+    for i, share in runs:
+        if i >= loop:
+            tail[i - loop] = share
+    return tail[offset:] + tail[:offset], 0
 
 
 def shifted(seq: ShareSequence, by: int) -> ShareSequence:

@@ -64,6 +64,18 @@ def test_plan_matches_stepping_every_quantum(server):
     for unit in [*units, "not-planned"]:
         expected = [(s.shares.get(unit, 0.0) if unit in units else 1.0) for s in plan.slices]
         assert unit_sequence(plan, 0, unit) == (expected, plan.loop)
+    # ... and from any later quantum, the slices from there on (looping back past the end)
+    n, loop = len(plan.slices), plan.loop
+    for start in range(1, n + 3):
+        if start < loop:
+            order, rest_loop = plan.slices[start:], loop - start
+        else:
+            offset = (start - loop) % (n - loop)
+            order = [plan.slices[loop + (offset + r) % (n - loop)] for r in range(n - loop)]
+            rest_loop = 0
+        for unit in units:
+            assert unit_sequence(plan, start, unit) == (
+                [s.shares.get(unit, 0.0) for s in order], rest_loop), (start, unit)
 
 
 @settings(max_examples=300, deadline=None)
