@@ -347,6 +347,45 @@ def _remembered_edge_weights(bucket: Bucket, groups: list[list[int]], config: Gr
     return weights
 
 
+def _typed_edge_weights(bucket: Bucket, groups: list[list[int]], config: GroupingConfig,
+                        periods: MergePeriods) -> tuple[np.ndarray, list[list[int]], np.ndarray]:
+    """`_remembered_edge_weights`, to the bit, computed once per *type* of group.
+
+    A group's edges depend only on its members' stage rows, solo times, stage counts and
+    groupability, in order (its type): jobs of one model and solo time are alike, so a
+    bucket of ~70 jobs on Philly with models holds eight types, and a matrix of the types
+    read n × n times is cheaper than one of the groups (issue #22). Each type's group
+    enters a small matching twice, so two groups of one type read the cell of two distinct
+    nodes (`_remembered_edge_weights` puts 0 on its diagonal); a cell of two kinds keeps
+    the order of kinds, and one of one kind the larger of both orders, as there.
+
+    Returns the weights, one group of each type and each group's type."""
+    ids = periods.row_ids(bucket)
+    solo = bucket.solo.tolist()
+    counts = bucket.stage_counts or [0] * len(solo)
+    groupable = bucket.groupable
+    types: dict[tuple, int] = {}
+    of: list[int] = []
+    firsts: list[list[int]] = []
+    for group in groups:
+        if len(group) == 1:
+            job = group[0]
+            key: tuple = (ids[job], solo[job], counts[job], groupable[job])
+        else:
+            key = tuple((ids[job], solo[job], counts[job], groupable[job]) for job in group)
+        found = types.get(key)
+        if found is None:
+            found = types[key] = len(firsts)
+            firsts.append(group)
+        of.append(found)
+    table = _remembered_edge_weights(bucket, [g for g in firsts for _ in (0, 1)], config,
+                                     periods)
+    types_of = np.array(of, dtype=np.intp)
+    weights = table.take(types_of * 2, axis=0).take(types_of * 2 + 1, axis=1)
+    np.fill_diagonal(weights, 0.0)
+    return weights, firsts, types_of
+
+
 def _sparse_mask(signatures: np.ndarray, degree: int) -> np.ndarray:
     """Each node's edges to `degree` nodes of every signature class, chosen by rotation.
 
@@ -377,6 +416,21 @@ def _above_diagonal(n: int) -> np.ndarray:
     return mask
 
 
+def _first_use_order(keep: np.ndarray) -> list[int]:
+    """The nodes of the upper-triangular edge mask `keep` in order of first use in its edge
+    list read row by row (each edge's lower end, then its upper end), as
+    `dict.fromkeys` over that list gives them: a node first used in row r (r itself, or
+    an upper end there) comes after every node first used in an earlier row, and in row
+    r the nodes come by index (r first: its upper ends are above it)."""
+    n = keep.shape[0]
+    nodes = np.arange(n)
+    above = keep.any(axis=0)  # used as an upper end
+    first = np.where(above, keep.argmax(axis=0), nodes)  # the row of first use
+    used = above | keep.any(axis=1)
+    key = (first * n + nodes)[used]
+    return nodes[used][np.argsort(key)].tolist()
+
+
 def max_weight_pairs(
     weights: np.ndarray, config: GroupingConfig, signatures: np.ndarray | None = None,
     running: np.ndarray | None = None,
@@ -405,7 +459,7 @@ def max_weight_pairs(
     # one this used before, ~50x faster; issue #16). Nodes enter in the order networkx put
     # them, by first edge, so that equal-weight choices mostly fall the same way.
     # Edge weights are γ in thousandths, rounded half to even (numpy's as Python's round).
-    order = list(dict.fromkeys(np.stack([us, vs], axis=1).reshape(-1).tolist()))
+    order = _first_use_order(keep)
     index = np.empty(n, dtype=np.int64)
     index[order] = np.arange(len(order))
     weight = np.rint(weights[us, vs] * 1000).astype(np.int64)
@@ -456,7 +510,7 @@ class MatchingMemo:
     def __init__(self, size: int = 1024) -> None:
         self._size = size
         self._pairs: dict[tuple, list[tuple[int, int, float]]] = {}
-        self._weights: dict[tuple, np.ndarray] = {}
+        self._weights: dict[tuple, tuple[np.ndarray, np.ndarray | None]] = {}
         self.periods = MergePeriods()
 
     def pairs(self, bucket: Bucket, groups: list[list[int]], config: GroupingConfig
@@ -468,14 +522,19 @@ class MatchingMemo:
         key = (weighed, None if bucket.running_group is None else tuple(bucket.running_group))
         found = self._pairs.get(key)
         if found is None:
-            weights = self._weights.get(weighed)
-            if weights is None:
-                weights = _remembered_edge_weights(bucket, groups, config, self.periods)
+            weighted = self._weights.get(weighed)
+            if weighted is None:
+                weights, firsts, of = _typed_edge_weights(bucket, groups, config, self.periods)
                 weights.flags.writeable = False
+                # Signatures are the types' too (only graphs above the limit read them).
+                signatures = (_signatures(bucket, firsts)[of]
+                              if len(groups) > config.exact_limit else None)
+                weighted = (weights, signatures)
                 if len(self._weights) >= self._size:
                     self._weights.clear()
-                self._weights[weighed] = weights
-            found = _pairs_by_weight(bucket, groups, config, weights)
+                self._weights[weighed] = weighted
+            weights, signatures = weighted
+            found = _pairs_by_weight(bucket, groups, config, weights, signatures)
             if len(self._pairs) >= self._size:
                 self._pairs.clear()
             self._pairs[key] = found
@@ -489,9 +548,12 @@ def _matched_pairs(bucket: Bucket, groups: list[list[int]], config: GroupingConf
 
 
 def _pairs_by_weight(bucket: Bucket, groups: list[list[int]], config: GroupingConfig,
-                     weights: np.ndarray) -> list[tuple[int, int, float]]:
-    """Blossom's pairs over the edge `weights` of `groups`, each with its weight."""
-    signatures = _signatures(bucket, groups) if len(groups) > config.exact_limit else None
+                     weights: np.ndarray, signatures: np.ndarray | None = None
+                     ) -> list[tuple[int, int, float]]:
+    """Blossom's pairs over the edge `weights` of `groups`, each with its weight
+    (`signatures`: `_signatures` of `groups`, computed here if None and needed)."""
+    if signatures is None and len(groups) > config.exact_limit:
+        signatures = _signatures(bucket, groups)
     running = _running_groups(bucket, groups)
     return [(u, v, weights[u, v])
             for u, v in max_weight_pairs(weights, config, signatures, running)]

@@ -26,8 +26,11 @@ from simulation.interleaving_grouping import (
     MergePeriods,
     _distinct_merge_periods,
     _edge_weights,
+    _first_use_order,
     _matched_pairs,
     _remembered_edge_weights,
+    _signatures,
+    _typed_edge_weights,
     max_weight_pairs,
 )
 from simulation.model import JobSpec
@@ -234,6 +237,61 @@ def test_remembered_edge_weights_of_one_kind_are_the_plain_ones_to_the_bit(seed)
         assert np.array_equal(
             _remembered_edge_weights(bucket, groups, config, MergePeriods()), plain)
         assert (plain > 0).sum() > jobs
+
+
+def _alike_bucket(rng: random.Random, jobs: int, k: int) -> Bucket:
+    # Jobs of a few models (as Philly with models assigned): most share their model's solo
+    # time, some have their own, so rows alike may still differ in solo time; some are
+    # not groupable, some have three stages.
+    models = [pad_stages(tuple(rng.uniform(0.01, 3.0) for _ in range(rng.choice((3, k)))), k)
+              for _ in range(4)]
+    counts = [3 if row[-1] == 0.0 else k for row in models]
+    solos = [sum(row) * rng.uniform(0.8, 2.5) for row in models]
+    picked = [rng.randrange(4) for _ in range(jobs)]
+    return Bucket(
+        gpus=1,
+        stages=np.array([models[m] for m in picked], dtype=float),
+        solo=np.array([solos[m] if rng.random() < 0.8 else solos[m] * rng.uniform(0.5, 2.0)
+                       for m in picked]),
+        ranks=list(range(jobs)),
+        groupable=[rng.random() > 0.1 for _ in range(jobs)],
+        stage_counts=[counts[m] for m in picked],
+    )
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_edge_weights_by_type_are_the_plain_ones_to_the_bit(seed):
+    # Groups alike (same members' rows, solo times, stage counts, groupability) read one
+    # cell of a matrix of types; two alike groups must still get their edge (the cell of
+    # two distinct nodes, not the diagonal's 0), and groups that differ only in a solo
+    # time or in groupability must not share a type. Signatures likewise by type.
+    rng = random.Random(seed)
+    k = 4 if seed % 2 else 5
+    config = GroupingConfig(max_group=4, overhead=(1.33, 1.5, 1.37),
+                            weight_floor=rng.choice((0.0, 0.3)), worst_ordering=seed % 3 == 0)
+    periods = MergePeriods()
+    alike = 0
+    for _ in range(6):
+        jobs = rng.randint(2, 60)
+        bucket = _alike_bucket(rng, jobs, k)
+        groups = [[i] for i in range(jobs)] if rng.random() < 0.5 else _random_groups(rng, jobs)
+        weights, firsts, of = _typed_edge_weights(bucket, groups, config, periods)
+        plain = _edge_weights(bucket, groups, config)
+        assert weights.tobytes() == plain.tobytes()
+        assert np.array_equal(_signatures(bucket, firsts)[of], _signatures(bucket, groups))
+        alike += int(sum(plain[u, v] > 0 for u in range(len(groups))
+                         for v in range(u + 1, len(groups)) if of[u] == of[v]))
+    assert alike > 0
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_first_use_order_is_the_order_of_the_edge_list(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(2, 40))
+    keep = np.triu(rng.random((n, n)) < rng.random(), 1)
+    us, vs = np.nonzero(keep)
+    order = list(dict.fromkeys(np.stack([us, vs], axis=1).reshape(-1).tolist()))
+    assert _first_use_order(keep) == order
 
 
 def test_a_remembered_period_is_the_one_computed_in_another_batch():
