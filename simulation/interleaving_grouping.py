@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 import numpy as np
@@ -65,6 +65,9 @@ class Bucket:
     running_group: list[int] | None = None
     # `row_ids[i]`: job i's stage row interned by `MergePeriods.row_ids` (set there).
     row_ids: list[int] | None = None
+    # What `MatchingMemo` keys it by, besides its groups (set there; a bucket kept across
+    # rounds is hashed once; `dataclasses.replace` starts afresh).
+    memo_key: tuple | None = field(default=None, init=False, repr=False, compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -510,16 +513,21 @@ class MatchingMemo:
     def __init__(self, size: int = 1024) -> None:
         self._size = size
         self._pairs: dict[tuple, list[tuple[int, int, float]]] = {}
-        self._weights: dict[tuple, tuple[np.ndarray, np.ndarray | None]] = {}
+        # weights, signatures and best matching weight, by the key without running groups
+        self._weights: dict[tuple, list] = {}
         self.periods = MergePeriods()
 
     def pairs(self, bucket: Bucket, groups: list[list[int]], config: GroupingConfig
               ) -> list[tuple[int, int, float]]:
         """`max_weight_pairs` over `bucket`'s `groups`, each pair with its edge weight."""
-        weighed = (bucket.stages.shape, bucket.stages.tobytes(), bucket.solo.tobytes(),
-                   tuple(bucket.groupable), tuple(bucket.stage_counts or ()),
-                   tuple(map(tuple, groups)), config)
-        key = (weighed, None if bucket.running_group is None else tuple(bucket.running_group))
+        base = bucket.memo_key
+        if base is None:
+            base = bucket.memo_key = (
+                (bucket.stages.shape, bucket.stages.tobytes(), bucket.solo.tobytes(),
+                 tuple(bucket.groupable), tuple(bucket.stage_counts or ())),
+                None if bucket.running_group is None else tuple(bucket.running_group))
+        weighed = (base[0], tuple(map(tuple, groups)), config)
+        key = (weighed, base[1])
         found = self._pairs.get(key)
         if found is None:
             weighted = self._weights.get(weighed)
@@ -529,16 +537,77 @@ class MatchingMemo:
                 # Signatures are the types' too (only graphs above the limit read them).
                 signatures = (_signatures(bucket, firsts)[of]
                               if len(groups) > config.exact_limit else None)
-                weighted = (weights, signatures)
+                weighted = [weights, signatures, None]  # the best weight, once matched
                 if len(self._weights) >= self._size:
                     self._weights.clear()
                 self._weights[weighed] = weighted
-            weights, signatures = weighted
-            found = _pairs_by_weight(bucket, groups, config, weights, signatures)
+            weights, signatures, best = weighted
+            running = _running_groups(bucket, groups)
+            if best is not None and running is not None:
+                kept = _kept_running_pairs(weights, config, signatures, running, best)
+                if kept is not None:
+                    found = [(u, v, weights[u, v]) for u, v in kept]
+            if found is None:
+                found = _pairs_by_weight(bucket, groups, config, weights, signatures)
+                weighted[2] = _matching_weight(weights, found)
             if len(self._pairs) >= self._size:
                 self._pairs.clear()
             self._pairs[key] = found
         return found
+
+
+def _matching_weight(weights: np.ndarray, pairs: list[tuple[int, int, float]]
+                     ) -> int | None:
+    """The weight of matched `pairs` as Blossom's graph holds it (γ in thousandths); None
+    if an edge of the graph weighs 0 there (γ below half a thousandth: `_kept_running_pairs`
+    needs every edge to weigh)."""
+    positive = weights[weights > 0]
+    if not len(positive) or positive.min() * 1000 <= 0.5:
+        return None
+    if not pairs:
+        return 0
+    return int(np.rint(weights[[u for u, _, _ in pairs], [v for _, v, _ in pairs]] * 1000)
+               .astype(np.int64).sum())
+
+
+def _kept_running_pairs(weights: np.ndarray, config: GroupingConfig,
+                        signatures: np.ndarray | None, running: np.ndarray, best: int
+                        ) -> list[tuple[int, int]] | None:
+    """The pairs of nodes that run together, when `max_weight_pairs` must return exactly
+    them; None when that is not proven.
+
+    Blossom maximises (n + 1) × weight + (running pairs matched), each weight an integer
+    (γ in thousandths) and at most n / 2 running pairs, so its matching has the graph's
+    best weight (`best`, from an earlier matching of the same graph) and, among those,
+    the most running pairs. If the graph's edges between nodes running together are
+    disjoint pairs R whose weights sum to `best`, then R is that matching and the only
+    one: a matching of weight `best` holds at most |R| running pairs, all |R| only if it
+    contains R, and any edge beyond R would make it heavier than `best`. So whatever
+    Blossom's tie-breaks, it returns R (issue #22: a regroup that kept its pairs running
+    and matches the same groups again). Nodes of a running group of three or more are
+    left out of R: if the pairs reach `best`, no edge joins two nodes outside them (it
+    would add to `best`), so such a group holds no edge of the graph."""
+    together: dict[int, list[int]] = {}
+    for node, token in enumerate(running.tolist()):
+        if token >= 0:
+            together.setdefault(token, []).append(node)
+    pairs = [(nodes[0], nodes[1]) for nodes in together.values()
+             if len(nodes) == 2 and weights[nodes[0], nodes[1]] > 0]
+    if not pairs:
+        return None
+    us, vs = [u for u, _ in pairs], [v for _, v in pairs]
+    if int(np.rint(weights[us, vs] * 1000).astype(np.int64).sum()) < best:
+        return None
+    n = weights.shape[0]
+    if n > config.exact_limit and signatures is not None:  # the sparse graph's edges only
+        mask = _sparse_mask(signatures, config.sparse_degree)
+        pairs = [(u, v) for u, v in pairs if mask[u, v]]
+        us, vs = [u for u, _ in pairs], [v for _, v in pairs]
+        if not pairs or int(np.rint(weights[us, vs] * 1000).astype(np.int64).sum()) != best:
+            return None
+    elif int(np.rint(weights[us, vs] * 1000).astype(np.int64).sum()) != best:
+        return None
+    return sorted(pairs)
 
 
 def _matched_pairs(bucket: Bucket, groups: list[list[int]], config: GroupingConfig

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 import rustworkx as rx
 
+import simulation.interleaving_grouping as grouping
 from simulation.decisions import Launch, Preempt
 from simulation.engine import EngineConfig, Simulation
 from simulation.interleaving import pad_stages
@@ -28,8 +29,10 @@ from simulation.interleaving_grouping import (
     _edge_weights,
     _first_use_order,
     _matched_pairs,
+    _matching_weight,
     _remembered_edge_weights,
     _signatures,
+    _sparse_mask,
     _typed_edge_weights,
     max_weight_pairs,
 )
@@ -292,6 +295,80 @@ def test_first_use_order_is_the_order_of_the_edge_list(seed):
     us, vs = np.nonzero(keep)
     order = list(dict.fromkeys(np.stack([us, vs], axis=1).reshape(-1).tolist()))
     assert _first_use_order(keep) == order
+
+
+def test_matchings_kept_running_are_blossoms_whatever_its_ties(monkeypatch):
+    # A run's pattern: a bucket matched, its pairs started, the same bucket matched again
+    # with those pairs running (Blossom's graph now favours them), sometimes with a pair
+    # less, a pair more among unmatched nodes, or three nodes in one running group. The
+    # memo answers the proven cases without Blossom; every answer must be Blossom's.
+    rng = random.Random(3)
+    config = GroupingConfig(max_group=4, overhead=(1.33, 1.5, 1.37), exact_limit=24)
+    memo = MatchingMemo()
+    shortcuts = []
+    kept = grouping._kept_running_pairs
+
+    def counted(*args):
+        found = kept(*args)
+        shortcuts.append(found is not None)
+        return found
+
+    monkeypatch.setattr(grouping, "_kept_running_pairs", counted)
+    unjoined = 0
+    for _ in range(40):
+        jobs = rng.randint(6, 50)  # above 24: sparse graphs
+        bucket = _alike_bucket(rng, jobs, 4)
+        groups = [[i] for i in range(jobs)]
+        pairs = memo.pairs(replace(bucket, running_group=[-1] * jobs), groups, config)
+        for variant in range(5):
+            tokens = [-1] * jobs
+            for token, (u, v, _) in enumerate(pairs):
+                if variant != 1 or token:  # variant 1: the first pair does not run
+                    tokens[u] = tokens[v] = token
+            matched = {u for u, _, _ in pairs} | {v for _, v, _ in pairs}
+            free = [i for i in range(jobs) if i not in matched]  # some not groupable
+            if variant == 2 and len(free) >= 2:  # two unmatched nodes run together
+                tokens[free[0]] = tokens[free[1]] = 99
+                unjoined += 1
+            if variant == 3 and pairs and free:  # a running group of three
+                tokens[free[0]] = tokens[pairs[0][0]]
+            running = replace(bucket, running_group=tokens)
+            again = memo.pairs(running, groups, config)
+            assert again == _matched_pairs(running, groups, config)
+    assert any(shortcuts) and not all(shortcuts) and unjoined
+
+
+def test_running_pairs_outside_the_sparse_graph_are_not_kept():
+    # Eight alike nodes of one class above the exact limit: the sparse graph is the cycle
+    # 0-1-...-7-0, every edge γ 0.5 (500), best 2,000. Pairs running along the cycle are
+    # Blossom's matching; with (4, 6) and (5, 7) running instead (γ 0.5 each, but not
+    # edges), only 1,000 of it runs: not proven, and Blossom completes it otherwise.
+    config = GroupingConfig(exact_limit=4, sparse_degree=2)
+    weights = np.full((8, 8), 0.5)
+    np.fill_diagonal(weights, 0.0)
+    signatures = np.zeros((8, 2), dtype=np.int64)
+    along = np.array([0, 0, 1, 1, 2, 2, 3, 3])
+    assert grouping._kept_running_pairs(weights, config, signatures, along, 2000) == [
+        (0, 1), (2, 3), (4, 5), (6, 7)]
+    assert max_weight_pairs(weights, config, signatures, along) == [(0, 1), (2, 3), (4, 5),
+                                                                    (6, 7)]
+    across = np.array([0, 0, 1, 1, 2, 3, 2, 3])
+    assert grouping._kept_running_pairs(weights, config, signatures, across, 2000) is None
+    assert max_weight_pairs(weights, config, signatures, across) == [(0, 1), (2, 3), (4, 5),
+                                                                     (6, 7)]
+    assert grouping._kept_running_pairs(weights, config, signatures, along, 2500) is None
+
+
+def test_a_matching_weight_needs_every_edge_to_weigh():
+    # γ in thousandths: an edge of γ 0.0004 weighs 0 in Blossom's graph, so a matching
+    # with or without it ties and Blossom's choice is not proven.
+    weights = np.zeros((4, 4))
+    weights[0, 1] = weights[1, 0] = 0.5
+    weights[2, 3] = weights[3, 2] = 0.0004
+    assert _matching_weight(weights, [(0, 1, 0.5)]) is None
+    weights[2, 3] = weights[3, 2] = 0.0006
+    assert _matching_weight(weights, [(0, 1, 0.5), (2, 3, 0.0006)]) == 501
+    assert _sparse_mask(np.zeros((4, 2), dtype=np.int64), 1).any()
 
 
 def test_a_remembered_period_is_the_one_computed_in_another_batch():
