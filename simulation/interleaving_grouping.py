@@ -351,7 +351,8 @@ def _remembered_edge_weights(bucket: Bucket, groups: list[list[int]], config: Gr
 
 
 def _typed_edge_weights(bucket: Bucket, groups: list[list[int]], config: GroupingConfig,
-                        periods: MergePeriods) -> tuple[np.ndarray, list[list[int]], np.ndarray]:
+                        periods: MergePeriods
+                        ) -> tuple[np.ndarray, list[list[int]], np.ndarray, np.ndarray]:
     """`_remembered_edge_weights`, to the bit, computed once per *type* of group.
 
     A group's edges depend only on its members' stage rows, solo times, stage counts and
@@ -362,7 +363,8 @@ def _typed_edge_weights(bucket: Bucket, groups: list[list[int]], config: Groupin
     nodes (`_remembered_edge_weights` puts 0 on its diagonal); a cell of two kinds keeps
     the order of kinds, and one of one kind the larger of both orders, as there.
 
-    Returns the weights, one group of each type and each group's type."""
+    Returns the weights, one group of each type, each group's type and the types' matrix
+    (every positive weight is one of its cells)."""
     ids = periods.row_ids(bucket)
     solo = bucket.solo.tolist()
     counts = bucket.stage_counts or [0] * len(solo)
@@ -386,7 +388,7 @@ def _typed_edge_weights(bucket: Bucket, groups: list[list[int]], config: Groupin
     types_of = np.array(of, dtype=np.intp)
     weights = table.take(types_of * 2, axis=0).take(types_of * 2 + 1, axis=1)
     np.fill_diagonal(weights, 0.0)
-    return weights, firsts, types_of
+    return weights, firsts, types_of, table
 
 
 def _sparse_mask(signatures: np.ndarray, degree: int) -> np.ndarray:
@@ -532,16 +534,21 @@ class MatchingMemo:
         if found is None:
             weighted = self._weights.get(weighed)
             if weighted is None:
-                weights, firsts, of = _typed_edge_weights(bucket, groups, config, self.periods)
+                weights, firsts, of, table = _typed_edge_weights(bucket, groups, config,
+                                                                 self.periods)
                 weights.flags.writeable = False
                 # Signatures are the types' too (only graphs above the limit read them).
                 signatures = (_signatures(bucket, firsts)[of]
                               if len(groups) > config.exact_limit else None)
-                weighted = [weights, signatures, None]  # the best weight, once matched
+                # The best weight, once matched (never, if an edge may weigh 0 in Blossom's
+                # graph: `_kept_running_pairs` needs every edge to weigh).
+                positive = table[table > 0]
+                weighs = not len(positive) or positive.min() * 1000 > 0.5
+                weighted = [weights, signatures, None, weighs]
                 if len(self._weights) >= self._size:
                     self._weights.clear()
                 self._weights[weighed] = weighted
-            weights, signatures, best = weighted
+            weights, signatures, best, weighs = weighted
             running = _running_groups(bucket, groups)
             if best is not None and running is not None:
                 kept = _kept_running_pairs(weights, config, signatures, running, best)
@@ -549,21 +556,16 @@ class MatchingMemo:
                     found = [(u, v, weights[u, v]) for u, v in kept]
             if found is None:
                 found = _pairs_by_weight(bucket, groups, config, weights, signatures)
-                weighted[2] = _matching_weight(weights, found)
+                if weighs:
+                    weighted[2] = _matching_weight(weights, found)
             if len(self._pairs) >= self._size:
                 self._pairs.clear()
             self._pairs[key] = found
         return found
 
 
-def _matching_weight(weights: np.ndarray, pairs: list[tuple[int, int, float]]
-                     ) -> int | None:
-    """The weight of matched `pairs` as Blossom's graph holds it (γ in thousandths); None
-    if an edge of the graph weighs 0 there (γ below half a thousandth: `_kept_running_pairs`
-    needs every edge to weigh)."""
-    positive = weights[weights > 0]
-    if not len(positive) or positive.min() * 1000 <= 0.5:
-        return None
+def _matching_weight(weights: np.ndarray, pairs: list[tuple[int, int, float]]) -> int:
+    """The weight of matched `pairs` as Blossom's graph holds it (γ in thousandths)."""
     if not pairs:
         return 0
     return int(np.rint(weights[[u for u, _, _ in pairs], [v for _, v, _ in pairs]] * 1000)

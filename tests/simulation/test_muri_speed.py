@@ -29,10 +29,8 @@ from simulation.interleaving_grouping import (
     _edge_weights,
     _first_use_order,
     _matched_pairs,
-    _matching_weight,
     _remembered_edge_weights,
     _signatures,
-    _sparse_mask,
     _typed_edge_weights,
     max_weight_pairs,
 )
@@ -278,7 +276,7 @@ def test_edge_weights_by_type_are_the_plain_ones_to_the_bit(seed):
         jobs = rng.randint(2, 60)
         bucket = _alike_bucket(rng, jobs, k)
         groups = [[i] for i in range(jobs)] if rng.random() < 0.5 else _random_groups(rng, jobs)
-        weights, firsts, of = _typed_edge_weights(bucket, groups, config, periods)
+        weights, firsts, of, _ = _typed_edge_weights(bucket, groups, config, periods)
         plain = _edge_weights(bucket, groups, config)
         assert weights.tobytes() == plain.tobytes()
         assert np.array_equal(_signatures(bucket, firsts)[of], _signatures(bucket, groups))
@@ -359,16 +357,27 @@ def test_running_pairs_outside_the_sparse_graph_are_not_kept():
     assert grouping._kept_running_pairs(weights, config, signatures, along, 2500) is None
 
 
-def test_a_matching_weight_needs_every_edge_to_weigh():
-    # γ in thousandths: an edge of γ 0.0004 weighs 0 in Blossom's graph, so a matching
-    # with or without it ties and Blossom's choice is not proven.
+@pytest.mark.parametrize(("light", "kept"), [(0.0004, False), (0.0006, True)])
+def test_a_matching_is_kept_only_if_every_edge_weighs(light, kept, monkeypatch):
+    # γ in thousandths: an edge of γ 0.0004 weighs 0 in Blossom's graph, so matchings with
+    # and without it tie and Blossom's choice is not proven; at 0.0006 it weighs 1.
     weights = np.zeros((4, 4))
     weights[0, 1] = weights[1, 0] = 0.5
-    weights[2, 3] = weights[3, 2] = 0.0004
-    assert _matching_weight(weights, [(0, 1, 0.5)]) is None
-    weights[2, 3] = weights[3, 2] = 0.0006
-    assert _matching_weight(weights, [(0, 1, 0.5), (2, 3, 0.0006)]) == 501
-    assert _sparse_mask(np.zeros((4, 2), dtype=np.int64), 1).any()
+    weights[2, 3] = weights[3, 2] = light
+    monkeypatch.setattr(grouping, "_typed_edge_weights",
+                        lambda *_: (weights, [[0], [1], [2], [3]], np.arange(4), weights))
+    asked = []
+    real = grouping._kept_running_pairs
+    monkeypatch.setattr(grouping, "_kept_running_pairs", lambda *a: asked.append(a) or real(*a))
+    bucket = _alike_bucket(random.Random(1), 4, 4)
+    groups = [[0], [1], [2], [3]]
+    config = GroupingConfig()
+    memo = MatchingMemo()
+    assert memo.pairs(replace(bucket, running_group=[-1] * 4), groups, config) == [
+        (0, 1, 0.5)] + [(2, 3, light)] * kept
+    again = memo.pairs(replace(bucket, running_group=[5, 5, 6, 6]), groups, config)
+    assert again == [(0, 1, 0.5), (2, 3, light)]  # the bonus alone makes (2, 3) weigh
+    assert bool(asked) == kept
 
 
 def test_a_remembered_period_is_the_one_computed_in_another_batch():
