@@ -351,8 +351,8 @@ def _remembered_edge_weights(bucket: Bucket, groups: list[list[int]], config: Gr
 
 
 def _typed_edge_weights(bucket: Bucket, groups: list[list[int]], config: GroupingConfig,
-                        periods: MergePeriods
-                        ) -> tuple[np.ndarray, list[list[int]], np.ndarray, np.ndarray]:
+                        periods: MergePeriods, dense: bool = True
+                        ) -> tuple[np.ndarray | None, list[list[int]], np.ndarray, np.ndarray]:
     """`_remembered_edge_weights`, to the bit, computed once per *type* of group.
 
     A group's edges depend only on its members' stage rows, solo times, stage counts and
@@ -363,8 +363,9 @@ def _typed_edge_weights(bucket: Bucket, groups: list[list[int]], config: Groupin
     nodes (`_remembered_edge_weights` puts 0 on its diagonal); a cell of two kinds keeps
     the order of kinds, and one of one kind the larger of both orders, as there.
 
-    Returns the weights, one group of each type, each group's type and the types' matrix
-    (every positive weight is one of its cells)."""
+    Returns the weights (None unless `dense`), one group of each type, each group's type
+    and the types' matrix: the weight of groups u and v is its cell (2 × type of u,
+    2 × type of v + 1), and every positive weight is one of its cells."""
     ids = periods.row_ids(bucket)
     solo = bucket.solo.tolist()
     counts = bucket.stage_counts or [0] * len(solo)
@@ -386,6 +387,8 @@ def _typed_edge_weights(bucket: Bucket, groups: list[list[int]], config: Groupin
     table = _remembered_edge_weights(bucket, [g for g in firsts for _ in (0, 1)], config,
                                      periods)
     types_of = np.array(of, dtype=np.intp)
+    if not dense:
+        return None, firsts, types_of, table
     weights = table.take(types_of * 2, axis=0).take(types_of * 2 + 1, axis=1)
     np.fill_diagonal(weights, 0.0)
     return weights, firsts, types_of, table
@@ -460,16 +463,22 @@ def max_weight_pairs(
     us, vs = np.nonzero(keep)
     if len(us) == 0:
         return []
+    weight = np.rint(weights[us, vs] * 1000).astype(np.int64)
+    return _blossom(n, us, vs, weight, _first_use_order(keep), running)
+
+
+def _blossom(n: int, us: np.ndarray, vs: np.ndarray, weight: np.ndarray, order: list[int],
+             running: np.ndarray | None) -> list[tuple[int, int]]:
+    """`max_weight_pairs`' matching of its graph: the edges (us[i], vs[i]), us < vs, in
+    row-major order, their weights γ in thousandths and the nodes in order of first use."""
     # Edmonds' blossom algorithm as rustworkx implements it (a Rust port of the networkx
     # one this used before, ~50x faster; issue #16). Nodes enter in the order networkx put
     # them, by first edge, so that equal-weight choices mostly fall the same way.
     # Edge weights are γ in thousandths, rounded half to even (numpy's as Python's round).
-    order = _first_use_order(keep)
     index = np.empty(n, dtype=np.int64)
     index[order] = np.arange(len(order))
-    weight = np.rint(weights[us, vs] * 1000).astype(np.int64)
     if running is not None:
-        weight *= n + 1
+        weight = weight * (n + 1)
         weight += (running[us] == running[vs]) & (running[us] >= 0)
     graph = rx.PyGraph(multigraph=False)
     graph.add_nodes_from(order)
@@ -478,6 +487,35 @@ def max_weight_pairs(
     matching = rx.max_weight_matching(graph, weight_fn=int)
     return sorted((order[a], order[b]) if order[a] < order[b] else (order[b], order[a])
                   for a, b in matching)
+
+
+def _edge_list_order(us: np.ndarray, vs: np.ndarray) -> list[int]:
+    """The nodes of the edge list (us, vs) in order of first use (`_first_use_order`)."""
+    ends = np.empty(2 * len(us), dtype=np.int64)
+    ends[0::2] = us
+    ends[1::2] = vs
+    nodes, first = np.unique(ends, return_index=True)
+    return nodes[np.argsort(first)].tolist()
+
+
+def _sparse_pairs(signatures: np.ndarray, degree: int) -> tuple[np.ndarray, np.ndarray]:
+    """The cells (u, v), u < v, of `_sparse_mask`, in row-major order, without the n × n
+    mask: each node's courted partners, both ends sorted, once each."""
+    n = signatures.shape[0]
+    flat = np.ascontiguousarray(signatures)
+    rows = flat.view(np.dtype((np.void, flat.shape[1] * flat.itemsize))).reshape(-1)
+    classes: dict[bytes, list[int]] = {}
+    for node, row in enumerate(rows.tolist()):
+        classes.setdefault(row, []).append(node)
+    nodes = np.arange(n)
+    offsets = nodes[:, None] + np.arange(degree)[None, :]
+    courted = np.concatenate([np.array(members)[offsets % len(members)]
+                              for members in classes.values()], axis=1)
+    us = np.repeat(nodes, courted.shape[1])
+    vs = courted.reshape(-1)
+    low, high = np.minimum(us, vs), np.maximum(us, vs)
+    cells = np.unique((low * n + high)[low != high])
+    return cells // n, cells % n
 
 
 def _by_size(groups: list[list[int]]) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -515,8 +553,8 @@ class MatchingMemo:
     def __init__(self, size: int = 1024) -> None:
         self._size = size
         self._pairs: dict[tuple, list[tuple[int, int, float]]] = {}
-        # weights, signatures and best matching weight, by the key without running groups
-        self._weights: dict[tuple, list] = {}
+        # Blossom's graphs, by the key without running groups (`_graph`)
+        self._graphs: dict[tuple, _Graph] = {}
         self.periods = MergePeriods()
 
     def pairs(self, bucket: Bucket, groups: list[list[int]], config: GroupingConfig
@@ -532,84 +570,107 @@ class MatchingMemo:
         key = (weighed, base[1])
         found = self._pairs.get(key)
         if found is None:
-            weighted = self._weights.get(weighed)
-            if weighted is None:
-                weights, firsts, of, table = _typed_edge_weights(bucket, groups, config,
-                                                                 self.periods)
-                weights.flags.writeable = False
-                # Signatures are the types' too (only graphs above the limit read them).
-                signatures = (_signatures(bucket, firsts)[of]
-                              if len(groups) > config.exact_limit else None)
-                # The best weight, once matched (never, if an edge may weigh 0 in Blossom's
-                # graph: `_kept_running_pairs` needs every edge to weigh).
-                positive = table[table > 0]
-                weighs = not len(positive) or positive.min() * 1000 > 0.5
-                weighted = [weights, signatures, None, weighs]
-                if len(self._weights) >= self._size:
-                    self._weights.clear()
-                self._weights[weighed] = weighted
-            weights, signatures, best, weighs = weighted
+            graph = self._graphs.get(weighed)
+            if graph is None:
+                graph = self._graph(bucket, groups, config)
+                if len(self._graphs) >= self._size:
+                    self._graphs.clear()
+                self._graphs[weighed] = graph
             running = _running_groups(bucket, groups)
-            if best is not None and running is not None:
-                kept = _kept_running_pairs(weights, config, signatures, running, best)
+            if graph.best is not None and running is not None:
+                kept = _kept_running_pairs(graph, running)
                 if kept is not None:
-                    found = [(u, v, weights[u, v]) for u, v in kept]
+                    found = [(u, v, graph.weight_of(u, v)) for u, v in kept]
             if found is None:
-                found = _pairs_by_weight(bucket, groups, config, weights, signatures)
-                if weighs:
-                    weighted[2] = _matching_weight(weights, found)
+                if not len(graph.us):
+                    found = []
+                else:
+                    found = [(u, v, graph.weight_of(u, v)) for u, v in _blossom(
+                        len(groups), graph.us, graph.vs, graph.weight, graph.order, running)]
+                if graph.weighs:
+                    graph.best = sum(graph.weight_index[u * len(groups) + v]
+                                     for u, v, _ in found)
             if len(self._pairs) >= self._size:
                 self._pairs.clear()
             self._pairs[key] = found
         return found
 
+    def _graph(self, bucket: Bucket, groups: list[list[int]], config: GroupingConfig
+               ) -> _Graph:
+        """Blossom's graph over `groups`: its edges as `max_weight_pairs` builds them, from
+        the types' matrix (`_typed_edge_weights`). Above the exact limit only the sparse
+        mask's cells are read, so no n × n matrix is built (buckets reach ~1,000 groups
+        on Philly with models); signatures are the types' too."""
+        n = len(groups)
+        _, firsts, of, table = _typed_edge_weights(bucket, groups, config, self.periods,
+                                                   dense=n <= config.exact_limit)
+        if n > config.exact_limit:
+            us, vs = _sparse_pairs(_signatures(bucket, firsts)[of], config.sparse_degree)
+        else:
+            us, vs = np.nonzero(_above_diagonal(n)) if n >= 2 else (np.zeros(0, np.intp),) * 2
+        values = table[2 * of[us], 2 * of[vs] + 1]
+        edges = values > 0
+        us, vs, values = us[edges], vs[edges], values[edges]
+        # Whether every edge weighs in Blossom's graph (`_kept_running_pairs` needs it):
+        # every positive weight is a cell of the types' matrix.
+        positive = table[table > 0]
+        weighs = not len(positive) or positive.min() * 1000 > 0.5
+        return _Graph(table, of, us, vs, values, weighs)
 
-def _matching_weight(weights: np.ndarray, pairs: list[tuple[int, int, float]]) -> int:
-    """The weight of matched `pairs` as Blossom's graph holds it (γ in thousandths)."""
-    if not pairs:
-        return 0
-    return int(np.rint(weights[[u for u, _, _ in pairs], [v for _, v, _ in pairs]] * 1000)
-               .astype(np.int64).sum())
+
+class _Graph:
+    """A matching's graph, remembered for the rounds that match the same groups again:
+    its edges (row-major, u < v), their γ and γ in thousandths, the nodes in order of
+    first use, the types' matrix, and the best matching weight once one is matched."""
+
+    __slots__ = ("table", "of", "us", "vs", "weight", "order", "weight_index", "weighs",
+                 "best")
+
+    def __init__(self, table: np.ndarray, of: np.ndarray, us: np.ndarray, vs: np.ndarray,
+                 values: np.ndarray, weighs: bool) -> None:
+        self.table = table
+        self.of = of
+        self.us = us
+        self.vs = vs
+        self.weight = np.rint(values * 1000).astype(np.int64)
+        self.order = _edge_list_order(us, vs) if len(us) else []
+        n = len(of)
+        self.weight_index = dict(zip((us * n + vs).tolist(), self.weight.tolist(), strict=True))
+        self.weighs = weighs
+        self.best: int | None = None
+
+    def weight_of(self, u: int, v: int) -> np.float64:
+        """γ of edge (u, v), u < v: the cell `_edge_weights` holds."""
+        return self.table[2 * self.of[u], 2 * self.of[v] + 1]
 
 
-def _kept_running_pairs(weights: np.ndarray, config: GroupingConfig,
-                        signatures: np.ndarray | None, running: np.ndarray, best: int
-                        ) -> list[tuple[int, int]] | None:
+def _kept_running_pairs(graph: _Graph, running: np.ndarray) -> list[tuple[int, int]] | None:
     """The pairs of nodes that run together, when `max_weight_pairs` must return exactly
     them; None when that is not proven.
 
     Blossom maximises (n + 1) × weight + (running pairs matched), each weight an integer
     (γ in thousandths) and at most n / 2 running pairs, so its matching has the graph's
-    best weight (`best`, from an earlier matching of the same graph) and, among those,
-    the most running pairs. If the graph's edges between nodes running together are
-    disjoint pairs R whose weights sum to `best`, then R is that matching and the only
-    one: a matching of weight `best` holds at most |R| running pairs, all |R| only if it
-    contains R, and any edge beyond R would make it heavier than `best`. So whatever
-    Blossom's tie-breaks, it returns R (issue #22: a regroup that kept its pairs running
-    and matches the same groups again). Nodes of a running group of three or more are
-    left out of R: if the pairs reach `best`, no edge joins two nodes outside them (it
-    would add to `best`), so such a group holds no edge of the graph."""
+    best weight (`graph.best`, from an earlier matching of the same graph) and, among
+    those, the most running pairs. If the graph's edges between nodes running together
+    are disjoint pairs R whose weights sum to the best, then R is that matching and the
+    only one: a matching of the best weight holds at most |R| running pairs, all |R| only
+    if it contains R, and any edge beyond R would make it heavier (every edge weighs at
+    least 1: `graph.weighs`). So whatever Blossom's tie-breaks, it returns R (issue #22:
+    a regroup that kept its pairs running and matches the same groups again). Nodes of a
+    running group of three or more are left out of R: if the pairs reach the best, no
+    edge joins two nodes outside them (it would add to the best), so such a group holds
+    no edge of the graph."""
     together: dict[int, list[int]] = {}
     for node, token in enumerate(running.tolist()):
         if token >= 0:
             together.setdefault(token, []).append(node)
+    n = len(running)
+    edges = graph.weight_index
     pairs = [(nodes[0], nodes[1]) for nodes in together.values()
-             if len(nodes) == 2 and weights[nodes[0], nodes[1]] > 0]
-    if not pairs:
+             if len(nodes) == 2 and nodes[0] * n + nodes[1] in edges]
+    if not pairs or sum(edges[u * n + v] for u, v in pairs) != graph.best:
         return None
-    us, vs = [u for u, _ in pairs], [v for _, v in pairs]
-    if int(np.rint(weights[us, vs] * 1000).astype(np.int64).sum()) < best:
-        return None
-    n = weights.shape[0]
-    if n > config.exact_limit and signatures is not None:  # the sparse graph's edges only
-        mask = _sparse_mask(signatures, config.sparse_degree)
-        pairs = [(u, v) for u, v in pairs if mask[u, v]]
-        us, vs = [u for u, _ in pairs], [v for _, v in pairs]
-        if not pairs or int(np.rint(weights[us, vs] * 1000).astype(np.int64).sum()) != best:
-            return None
-    elif int(np.rint(weights[us, vs] * 1000).astype(np.int64).sum()) != best:
-        return None
-    return sorted(pairs)
+    return pairs  # by first node: sorted
 
 
 def _matched_pairs(bucket: Bucket, groups: list[list[int]], config: GroupingConfig

@@ -31,6 +31,7 @@ from simulation.interleaving_grouping import (
     _matched_pairs,
     _remembered_edge_weights,
     _signatures,
+    _sparse_mask,
     _typed_edge_weights,
     max_weight_pairs,
 )
@@ -216,7 +217,7 @@ def test_remembered_matchings_are_the_plain_ones_whatever_groups_run(seed):
                                                      for _ in range(len(bucket.solo))])
             assert (memo.pairs(running, groups, config)
                     == _matched_pairs(running, groups, config))
-    assert len(memo._weights) == len(cases)  # weights re-used across running groups
+    assert len(memo._graphs) == len(cases)  # graphs re-used across running groups
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -345,27 +346,44 @@ def test_running_pairs_outside_the_sparse_graph_are_not_kept():
     weights = np.full((8, 8), 0.5)
     np.fill_diagonal(weights, 0.0)
     signatures = np.zeros((8, 2), dtype=np.int64)
+    us, vs = grouping._sparse_pairs(signatures, 2)
+    graph = grouping._Graph(np.full((2, 2), 0.5), np.zeros(8, dtype=np.intp), us, vs,
+                            np.full(len(us), 0.5), True)
+    graph.best = 2000
     along = np.array([0, 0, 1, 1, 2, 2, 3, 3])
-    assert grouping._kept_running_pairs(weights, config, signatures, along, 2000) == [
-        (0, 1), (2, 3), (4, 5), (6, 7)]
+    assert grouping._kept_running_pairs(graph, along) == [(0, 1), (2, 3), (4, 5), (6, 7)]
     assert max_weight_pairs(weights, config, signatures, along) == [(0, 1), (2, 3), (4, 5),
                                                                     (6, 7)]
     across = np.array([0, 0, 1, 1, 2, 3, 2, 3])
-    assert grouping._kept_running_pairs(weights, config, signatures, across, 2000) is None
+    assert grouping._kept_running_pairs(graph, across) is None
     assert max_weight_pairs(weights, config, signatures, across) == [(0, 1), (2, 3), (4, 5),
                                                                      (6, 7)]
-    assert grouping._kept_running_pairs(weights, config, signatures, along, 2500) is None
+    graph.best = 2500
+    assert grouping._kept_running_pairs(graph, along) is None
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_sparse_pairs_are_the_sparse_masks_cells(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(2, 120))
+    signatures = rng.integers(0, int(rng.integers(1, 4)), (n, 3))
+    degree = int(rng.integers(1, 4))
+    us, vs = grouping._sparse_pairs(signatures, degree)
+    expected = np.nonzero(np.triu(_sparse_mask(signatures, degree), 1))
+    assert np.array_equal(us, expected[0]) and np.array_equal(vs, expected[1])
+    assert grouping._edge_list_order(us, vs) == list(dict.fromkeys(
+        np.stack([us, vs], axis=1).reshape(-1).tolist()))
 
 
 @pytest.mark.parametrize(("light", "kept"), [(0.0004, False), (0.0006, True)])
 def test_a_matching_is_kept_only_if_every_edge_weighs(light, kept, monkeypatch):
     # γ in thousandths: an edge of γ 0.0004 weighs 0 in Blossom's graph, so matchings with
     # and without it tie and Blossom's choice is not proven; at 0.0006 it weighs 1.
-    weights = np.zeros((4, 4))
-    weights[0, 1] = weights[1, 0] = 0.5
-    weights[2, 3] = weights[3, 2] = light
+    table = np.zeros((8, 8))  # types' matrix: the cell of groups u, v is (2u, 2v + 1)
+    table[0, 3] = table[2, 1] = 0.5
+    table[4, 7] = table[6, 5] = light
     monkeypatch.setattr(grouping, "_typed_edge_weights",
-                        lambda *_: (weights, [[0], [1], [2], [3]], np.arange(4), weights))
+                        lambda *_, **__: (None, [[0], [1], [2], [3]], np.arange(4), table))
     asked = []
     real = grouping._kept_running_pairs
     monkeypatch.setattr(grouping, "_kept_running_pairs", lambda *a: asked.append(a) or real(*a))
