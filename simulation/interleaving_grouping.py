@@ -603,7 +603,7 @@ class MatchingMemo:
         on Philly with models); signatures are the types' too."""
         n = len(groups)
         _, firsts, of, table = _typed_edge_weights(bucket, groups, config, self.periods,
-                                                   dense=n <= config.exact_limit)
+                                                   dense=False)
         if n > config.exact_limit:
             us, vs = _sparse_pairs(_signatures(bucket, firsts)[of], config.sparse_degree)
         else:
