@@ -543,11 +543,13 @@ class MatchingMemo:
     jobs: a bucket whose selected jobs did not change while another bucket's did, or the
     same groups again in the next matching round. The key holds the bucket's believed
     stages, solo times, groupability, stage counts and current groups, so a hit returns
-    exactly what recomputing would. The edge weights do not depend on which groups run
-    (only Blossom's ties do): they are remembered by the key without them, as a regroup
-    right after one that started new groups matches the same jobs again (over 40 % of
-    matchings on muri_trace2). At most `size` entries of each are kept (all are dropped
-    when full, as a run's rounds move on and rarely come back).
+    exactly what recomputing would. Blossom's graph (edges, weights, node order) does not
+    depend on which groups run (only Blossom's ties do): it is remembered by the key
+    without them (`_Graph`), as a regroup right after one that started new groups matches
+    the same jobs again (over 40 % of matchings on muri_trace2, a third on Philly), and
+    such a matching is answered without Blossom when its running pairs are provably
+    Blossom's answer (`_kept_running_pairs`). At most `size` entries of each are kept
+    (all are dropped when full, as a run's rounds move on and rarely come back).
     """
 
     def __init__(self, size: int = 1024) -> None:
