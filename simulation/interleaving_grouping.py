@@ -590,8 +590,7 @@ class MatchingMemo:
                     found = [(u, v, graph.weight_of(u, v)) for u, v in _blossom(
                         len(groups), graph.us, graph.vs, graph.weight, graph.order, running)]
                 if graph.weighs:
-                    graph.best = sum(graph.weight_index[u * len(groups) + v]
-                                     for u, v, _ in found)
+                    graph.best = graph.weight_sum(found)
             if len(self._pairs) >= self._size:
                 self._pairs.clear()
             self._pairs[key] = found
@@ -625,8 +624,7 @@ class _Graph:
     its edges (row-major, u < v), their γ and γ in thousandths, the nodes in order of
     first use, the types' matrix, and the best matching weight once one is matched."""
 
-    __slots__ = ("table", "of", "us", "vs", "weight", "order", "weight_index", "weighs",
-                 "best")
+    __slots__ = ("table", "of", "us", "vs", "weight", "order", "weighs", "best")
 
     def __init__(self, table: np.ndarray, of: np.ndarray, us: np.ndarray, vs: np.ndarray,
                  values: np.ndarray, weighs: bool) -> None:
@@ -636,14 +634,30 @@ class _Graph:
         self.vs = vs
         self.weight = np.rint(values * 1000).astype(np.int64)
         self.order = _edge_list_order(us, vs) if len(us) else []
-        n = len(of)
-        self.weight_index = dict(zip((us * n + vs).tolist(), self.weight.tolist(), strict=True))
         self.weighs = weighs
         self.best: int | None = None
 
     def weight_of(self, u: int, v: int) -> np.float64:
         """γ of edge (u, v), u < v: the cell `_edge_weights` holds."""
         return self.table[2 * self.of[u], 2 * self.of[v] + 1]
+
+    def weight_sum(self, pairs: list) -> int:
+        """The summed weights (γ in thousandths, as in `weight`) of edges `pairs`, each
+        (u, v, ...) with u < v."""
+        if not pairs:
+            return 0
+        us = self.of[[pair[0] for pair in pairs]]
+        vs = self.of[[pair[1] for pair in pairs]]
+        return int(np.rint(self.table[2 * us, 2 * vs + 1] * 1000).astype(np.int64).sum())
+
+    def edges(self, pairs: list[tuple[int, int]]) -> list[tuple[int, int]]:
+        """Those of `pairs` (u < v) that are edges of the graph."""
+        n = len(self.of)
+        cells = self.us * n + self.vs  # sorted: the edges are in row-major order
+        wanted = np.array([u * n + v for u, v in pairs], dtype=np.int64)
+        at = np.minimum(np.searchsorted(cells, wanted), len(cells) - 1)
+        return [pair for pair, found in zip(pairs, (cells[at] == wanted).tolist(),
+                                            strict=True) if found]
 
 
 def _kept_running_pairs(graph: _Graph, running: np.ndarray) -> list[tuple[int, int]] | None:
@@ -666,11 +680,11 @@ def _kept_running_pairs(graph: _Graph, running: np.ndarray) -> list[tuple[int, i
     for node, token in enumerate(running.tolist()):
         if token >= 0:
             together.setdefault(token, []).append(node)
-    n = len(running)
-    edges = graph.weight_index
-    pairs = [(nodes[0], nodes[1]) for nodes in together.values()
-             if len(nodes) == 2 and nodes[0] * n + nodes[1] in edges]
-    if not pairs or sum(edges[u * n + v] for u, v in pairs) != graph.best:
+    pairs = [(nodes[0], nodes[1]) for nodes in together.values() if len(nodes) == 2]
+    if not pairs or not len(graph.us):
+        return None
+    pairs = graph.edges(pairs)
+    if not pairs or graph.weight_sum(pairs) != graph.best:
         return None
     return pairs  # by first node: sorted
 
