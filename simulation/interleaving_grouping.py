@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 import numpy as np
@@ -65,6 +65,9 @@ class Bucket:
     running_group: list[int] | None = None
     # `row_ids[i]`: job i's stage row interned by `MergePeriods.row_ids` (set there).
     row_ids: list[int] | None = None
+    # What `MatchingMemo` keys it by, besides its groups (set there; a bucket kept across
+    # rounds is hashed once; `dataclasses.replace` starts afresh).
+    memo_key: tuple | None = field(default=None, init=False, repr=False, compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -347,6 +350,50 @@ def _remembered_edge_weights(bucket: Bucket, groups: list[list[int]], config: Gr
     return weights
 
 
+def _typed_edge_weights(bucket: Bucket, groups: list[list[int]], config: GroupingConfig,
+                        periods: MergePeriods, dense: bool = True
+                        ) -> tuple[np.ndarray | None, list[list[int]], np.ndarray, np.ndarray]:
+    """`_remembered_edge_weights`, to the bit, computed once per *type* of group.
+
+    A group's edges depend only on its members' stage rows, solo times, stage counts and
+    groupability, in order (its type): jobs of one model and solo time are alike, so a
+    bucket of ~70 jobs on Philly with models holds eight types, and a matrix of the types
+    read n × n times is cheaper than one of the groups (issue #22). Each type's group
+    enters a small matching twice, so two groups of one type read the cell of two distinct
+    nodes (`_remembered_edge_weights` puts 0 on its diagonal); a cell of two kinds keeps
+    the order of kinds, and one of one kind the larger of both orders, as there.
+
+    Returns the weights (None unless `dense`), one group of each type, each group's type
+    and the types' matrix: the weight of groups u and v is its cell (2 × type of u,
+    2 × type of v + 1), and every positive weight is one of its cells."""
+    ids = periods.row_ids(bucket)
+    solo = bucket.solo.tolist()
+    counts = bucket.stage_counts or [0] * len(solo)
+    groupable = bucket.groupable
+    types: dict[tuple, int] = {}
+    of: list[int] = []
+    firsts: list[list[int]] = []
+    for group in groups:
+        if len(group) == 1:
+            job = group[0]
+            key: tuple = (ids[job], solo[job], counts[job], groupable[job])
+        else:
+            key = tuple((ids[job], solo[job], counts[job], groupable[job]) for job in group)
+        found = types.get(key)
+        if found is None:
+            found = types[key] = len(firsts)
+            firsts.append(group)
+        of.append(found)
+    table = _remembered_edge_weights(bucket, [g for g in firsts for _ in (0, 1)], config,
+                                     periods)
+    types_of = np.array(of, dtype=np.intp)
+    if not dense:
+        return None, firsts, types_of, table
+    weights = table.take(types_of * 2, axis=0).take(types_of * 2 + 1, axis=1)
+    np.fill_diagonal(weights, 0.0)
+    return weights, firsts, types_of, table
+
+
 def _sparse_mask(signatures: np.ndarray, degree: int) -> np.ndarray:
     """Each node's edges to `degree` nodes of every signature class, chosen by rotation.
 
@@ -377,6 +424,21 @@ def _above_diagonal(n: int) -> np.ndarray:
     return mask
 
 
+def _first_use_order(keep: np.ndarray) -> list[int]:
+    """The nodes of the upper-triangular edge mask `keep` in order of first use in its edge
+    list read row by row (each edge's lower end, then its upper end), as
+    `dict.fromkeys` over that list gives them: a node first used in row r (r itself, or
+    an upper end there) comes after every node first used in an earlier row, and in row
+    r the nodes come by index (r first: its upper ends are above it)."""
+    n = keep.shape[0]
+    nodes = np.arange(n)
+    above = keep.any(axis=0)  # used as an upper end
+    first = np.where(above, keep.argmax(axis=0), nodes)  # the row of first use
+    used = above | keep.any(axis=1)
+    key = (first * n + nodes)[used]
+    return nodes[used][np.argsort(key)].tolist()
+
+
 def max_weight_pairs(
     weights: np.ndarray, config: GroupingConfig, signatures: np.ndarray | None = None,
     running: np.ndarray | None = None,
@@ -401,16 +463,22 @@ def max_weight_pairs(
     us, vs = np.nonzero(keep)
     if len(us) == 0:
         return []
+    weight = np.rint(weights[us, vs] * 1000).astype(np.int64)
+    return _blossom(n, us, vs, weight, _first_use_order(keep), running)
+
+
+def _blossom(n: int, us: np.ndarray, vs: np.ndarray, weight: np.ndarray, order: list[int],
+             running: np.ndarray | None) -> list[tuple[int, int]]:
+    """`max_weight_pairs`' matching of its graph: the edges (us[i], vs[i]), us < vs, in
+    row-major order, their weights γ in thousandths and the nodes in order of first use."""
     # Edmonds' blossom algorithm as rustworkx implements it (a Rust port of the networkx
     # one this used before, ~50x faster; issue #16). Nodes enter in the order networkx put
     # them, by first edge, so that equal-weight choices mostly fall the same way.
     # Edge weights are γ in thousandths, rounded half to even (numpy's as Python's round).
-    order = list(dict.fromkeys(np.stack([us, vs], axis=1).reshape(-1).tolist()))
     index = np.empty(n, dtype=np.int64)
     index[order] = np.arange(len(order))
-    weight = np.rint(weights[us, vs] * 1000).astype(np.int64)
     if running is not None:
-        weight *= n + 1
+        weight = weight * (n + 1)
         weight += (running[us] == running[vs]) & (running[us] >= 0)
     graph = rx.PyGraph(multigraph=False)
     graph.add_nodes_from(order)
@@ -419,6 +487,35 @@ def max_weight_pairs(
     matching = rx.max_weight_matching(graph, weight_fn=int)
     return sorted((order[a], order[b]) if order[a] < order[b] else (order[b], order[a])
                   for a, b in matching)
+
+
+def _edge_list_order(us: np.ndarray, vs: np.ndarray) -> list[int]:
+    """The nodes of the edge list (us, vs) in order of first use (`_first_use_order`)."""
+    ends = np.empty(2 * len(us), dtype=np.int64)
+    ends[0::2] = us
+    ends[1::2] = vs
+    nodes, first = np.unique(ends, return_index=True)
+    return nodes[np.argsort(first)].tolist()
+
+
+def _sparse_pairs(signatures: np.ndarray, degree: int) -> tuple[np.ndarray, np.ndarray]:
+    """The cells (u, v), u < v, of `_sparse_mask`, in row-major order, without the n × n
+    mask: each node's courted partners, both ends sorted, once each."""
+    n = signatures.shape[0]
+    flat = np.ascontiguousarray(signatures)
+    rows = flat.view(np.dtype((np.void, flat.shape[1] * flat.itemsize))).reshape(-1)
+    classes: dict[bytes, list[int]] = {}
+    for node, row in enumerate(rows.tolist()):
+        classes.setdefault(row, []).append(node)
+    nodes = np.arange(n)
+    offsets = nodes[:, None] + np.arange(degree)[None, :]
+    courted = np.concatenate([np.array(members)[offsets % len(members)]
+                              for members in classes.values()], axis=1)
+    us = np.repeat(nodes, courted.shape[1])
+    vs = courted.reshape(-1)
+    low, high = np.minimum(us, vs), np.maximum(us, vs)
+    cells = np.unique((low * n + high)[low != high])
+    return cells // n, cells % n
 
 
 def _by_size(groups: list[list[int]]) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -446,40 +543,150 @@ class MatchingMemo:
     jobs: a bucket whose selected jobs did not change while another bucket's did, or the
     same groups again in the next matching round. The key holds the bucket's believed
     stages, solo times, groupability, stage counts and current groups, so a hit returns
-    exactly what recomputing would. The edge weights do not depend on which groups run
-    (only Blossom's ties do): they are remembered by the key without them, as a regroup
-    right after one that started new groups matches the same jobs again (over 40 % of
-    matchings on muri_trace2). At most `size` entries of each are kept (all are dropped
-    when full, as a run's rounds move on and rarely come back).
+    exactly what recomputing would. Blossom's graph (edges, weights, node order) does not
+    depend on which groups run (only Blossom's ties do): it is remembered by the key
+    without them (`_Graph`), as a regroup right after one that started new groups matches
+    the same jobs again (over 40 % of matchings on muri_trace2, a third on Philly), and
+    such a matching is answered without Blossom when its running pairs are provably
+    Blossom's answer (`_kept_running_pairs`). At most `size` entries of each are kept
+    (all are dropped when full, as a run's rounds move on and rarely come back).
     """
 
     def __init__(self, size: int = 1024) -> None:
         self._size = size
         self._pairs: dict[tuple, list[tuple[int, int, float]]] = {}
-        self._weights: dict[tuple, np.ndarray] = {}
+        # Blossom's graphs, by the key without running groups (`_graph`)
+        self._graphs: dict[tuple, _Graph] = {}
         self.periods = MergePeriods()
 
     def pairs(self, bucket: Bucket, groups: list[list[int]], config: GroupingConfig
               ) -> list[tuple[int, int, float]]:
         """`max_weight_pairs` over `bucket`'s `groups`, each pair with its edge weight."""
-        weighed = (bucket.stages.shape, bucket.stages.tobytes(), bucket.solo.tobytes(),
-                   tuple(bucket.groupable), tuple(bucket.stage_counts or ()),
-                   tuple(map(tuple, groups)), config)
-        key = (weighed, None if bucket.running_group is None else tuple(bucket.running_group))
+        base = bucket.memo_key
+        if base is None:
+            base = bucket.memo_key = (
+                (bucket.stages.shape, bucket.stages.tobytes(), bucket.solo.tobytes(),
+                 tuple(bucket.groupable), tuple(bucket.stage_counts or ())),
+                None if bucket.running_group is None else tuple(bucket.running_group))
+        weighed = (base[0], tuple(map(tuple, groups)), config)
+        key = (weighed, base[1])
         found = self._pairs.get(key)
         if found is None:
-            weights = self._weights.get(weighed)
-            if weights is None:
-                weights = _remembered_edge_weights(bucket, groups, config, self.periods)
-                weights.flags.writeable = False
-                if len(self._weights) >= self._size:
-                    self._weights.clear()
-                self._weights[weighed] = weights
-            found = _pairs_by_weight(bucket, groups, config, weights)
+            graph = self._graphs.get(weighed)
+            if graph is None:
+                graph = self._graph(bucket, groups, config)
+                if len(self._graphs) >= self._size:
+                    self._graphs.clear()
+                self._graphs[weighed] = graph
+            running = _running_groups(bucket, groups)
+            if graph.best is not None and running is not None:
+                kept = _kept_running_pairs(graph, running)
+                if kept is not None:
+                    found = [(u, v, graph.weight_of(u, v)) for u, v in kept]
+            if found is None:
+                if not len(graph.us):
+                    found = []
+                else:
+                    found = [(u, v, graph.weight_of(u, v)) for u, v in _blossom(
+                        len(groups), graph.us, graph.vs, graph.weight, graph.order, running)]
+                if graph.weighs:
+                    graph.best = graph.weight_sum(found)
             if len(self._pairs) >= self._size:
                 self._pairs.clear()
             self._pairs[key] = found
         return found
+
+    def _graph(self, bucket: Bucket, groups: list[list[int]], config: GroupingConfig
+               ) -> _Graph:
+        """Blossom's graph over `groups`: its edges as `max_weight_pairs` builds them, from
+        the types' matrix (`_typed_edge_weights`). Above the exact limit only the sparse
+        mask's cells are read, so no n × n matrix is built (buckets reach ~1,000 groups
+        on Philly with models); signatures are the types' too."""
+        n = len(groups)
+        _, firsts, of, table = _typed_edge_weights(bucket, groups, config, self.periods,
+                                                   dense=False)
+        if n > config.exact_limit:
+            us, vs = _sparse_pairs(_signatures(bucket, firsts)[of], config.sparse_degree)
+        else:
+            us, vs = np.nonzero(_above_diagonal(n)) if n >= 2 else (np.zeros(0, np.intp),) * 2
+        values = table[2 * of[us], 2 * of[vs] + 1]
+        edges = values > 0
+        us, vs, values = us[edges], vs[edges], values[edges]
+        # Whether every edge weighs in Blossom's graph (`_kept_running_pairs` needs it):
+        # every positive weight is a cell of the types' matrix.
+        positive = table[table > 0]
+        weighs = not len(positive) or positive.min() * 1000 > 0.5
+        return _Graph(table, of, us, vs, values, weighs)
+
+
+class _Graph:
+    """A matching's graph, remembered for the rounds that match the same groups again:
+    its edges (row-major, u < v), their γ and γ in thousandths, the nodes in order of
+    first use, the types' matrix, and the best matching weight once one is matched."""
+
+    __slots__ = ("table", "of", "us", "vs", "weight", "order", "weighs", "best")
+
+    def __init__(self, table: np.ndarray, of: np.ndarray, us: np.ndarray, vs: np.ndarray,
+                 values: np.ndarray, weighs: bool) -> None:
+        self.table = table
+        self.of = of
+        self.us = us
+        self.vs = vs
+        self.weight = np.rint(values * 1000).astype(np.int64)
+        self.order = _edge_list_order(us, vs) if len(us) else []
+        self.weighs = weighs
+        self.best: int | None = None
+
+    def weight_of(self, u: int, v: int) -> np.float64:
+        """γ of edge (u, v), u < v: the cell `_edge_weights` holds."""
+        return self.table[2 * self.of[u], 2 * self.of[v] + 1]
+
+    def weight_sum(self, pairs: list) -> int:
+        """The summed weights (γ in thousandths, as in `weight`) of edges `pairs`, each
+        (u, v, ...) with u < v."""
+        if not pairs:
+            return 0
+        us = self.of[[pair[0] for pair in pairs]]
+        vs = self.of[[pair[1] for pair in pairs]]
+        return int(np.rint(self.table[2 * us, 2 * vs + 1] * 1000).astype(np.int64).sum())
+
+    def edges(self, pairs: list[tuple[int, int]]) -> list[tuple[int, int]]:
+        """Those of `pairs` (u < v) that are edges of the graph."""
+        n = len(self.of)
+        cells = self.us * n + self.vs  # sorted: the edges are in row-major order
+        wanted = np.array([u * n + v for u, v in pairs], dtype=np.int64)
+        at = np.minimum(np.searchsorted(cells, wanted), len(cells) - 1)
+        return [pair for pair, found in zip(pairs, (cells[at] == wanted).tolist(),
+                                            strict=True) if found]
+
+
+def _kept_running_pairs(graph: _Graph, running: np.ndarray) -> list[tuple[int, int]] | None:
+    """The pairs of nodes that run together, when `max_weight_pairs` must return exactly
+    them; None when that is not proven.
+
+    Blossom maximises (n + 1) × weight + (running pairs matched), each weight an integer
+    (γ in thousandths) and at most n / 2 running pairs, so its matching has the graph's
+    best weight (`graph.best`, from an earlier matching of the same graph) and, among
+    those, the most running pairs. If the graph's edges between nodes running together
+    are disjoint pairs R whose weights sum to the best, then R is that matching and the
+    only one: a matching of the best weight holds at most |R| running pairs, all |R| only
+    if it contains R, and any edge beyond R would make it heavier (every edge weighs at
+    least 1: `graph.weighs`). So whatever Blossom's tie-breaks, it returns R (issue #22:
+    a regroup that kept its pairs running and matches the same groups again). Nodes of a
+    running group of three or more are left out of R: if the pairs reach the best, no
+    edge joins two nodes outside them (it would add to the best), so such a group holds
+    no edge of the graph."""
+    together: dict[int, list[int]] = {}
+    for node, token in enumerate(running.tolist()):
+        if token >= 0:
+            together.setdefault(token, []).append(node)
+    pairs = [(nodes[0], nodes[1]) for nodes in together.values() if len(nodes) == 2]
+    if not pairs or not len(graph.us):
+        return None
+    pairs = graph.edges(pairs)
+    if not pairs or graph.weight_sum(pairs) != graph.best:
+        return None
+    return pairs  # by first node: sorted
 
 
 def _matched_pairs(bucket: Bucket, groups: list[list[int]], config: GroupingConfig
@@ -489,9 +696,12 @@ def _matched_pairs(bucket: Bucket, groups: list[list[int]], config: GroupingConf
 
 
 def _pairs_by_weight(bucket: Bucket, groups: list[list[int]], config: GroupingConfig,
-                     weights: np.ndarray) -> list[tuple[int, int, float]]:
-    """Blossom's pairs over the edge `weights` of `groups`, each with its weight."""
-    signatures = _signatures(bucket, groups) if len(groups) > config.exact_limit else None
+                     weights: np.ndarray, signatures: np.ndarray | None = None
+                     ) -> list[tuple[int, int, float]]:
+    """Blossom's pairs over the edge `weights` of `groups`, each with its weight
+    (`signatures`: `_signatures` of `groups`, computed here if None and needed)."""
+    if signatures is None and len(groups) > config.exact_limit:
+        signatures = _signatures(bucket, groups)
     running = _running_groups(bucket, groups)
     return [(u, v, weights[u, v])
             for u, v in max_weight_pairs(weights, config, signatures, running)]

@@ -91,6 +91,7 @@ class MuriGrouping:
         self._shares: dict[tuple[str, ...], dict[str, float]] = {}
         self._periods: dict[tuple[tuple[tuple[float, ...], tuple[float, ...]], ...], float] = {}
         self._memo: MatchingMemo | None = MatchingMemo()
+        self._buckets: dict[tuple, Bucket] = {}  # see `_bucket`
         # per job (one view each): its place in submit order and its bucket; its padded
         # believed stages, solo iteration time, stage count, whether it has a profile and
         # whether it is preemptible (what matchings read of it that never changes)
@@ -219,16 +220,17 @@ class MuriGrouping:
         # Each job with whether it runs (its view is one per job: `_groupable` follows) and,
         # under ties=keep, its group's token (tokens are never 0, so False means queued).
         group_of = self._group_of if self.ties == "keep" else None
-        cache_key = (excess, tuple(
+        read = tuple(
             (key, tuple((j, j.status == _RUNNING and (group_of is None
                                                        or group_of.get(j.job_id, -1)))
-                        for j in by_bucket[key])) for key in keys
-        ), None if initial is None else tuple(tuple(map(tuple, g)) for g in initial))
+                        for j in by_bucket[key])) for key in keys)
+        cache_key = (excess, read,
+                     None if initial is None else tuple(tuple(map(tuple, g)) for g in initial))
         grouped = self._plans.get(cache_key)
         if grouped is None:
             grouped = multi_round_grouping(
-                [self._bucket(key, by_bucket[key]) for key in keys], self.config,
-                excess_gpus=excess, memo=self._memo, initial=initial,
+                [self._bucket(bucket_read, by_bucket[bucket_read[0]]) for bucket_read in read],
+                self.config, excess_gpus=excess, memo=self._memo, initial=initial,
             )
             if len(self._plans) >= 256:
                 self._plans.clear()
@@ -274,9 +276,21 @@ class MuriGrouping:
             together[key].sort()
         return [together[key] for key in keys]
 
-    def _bucket(self, key: BucketKey, jobs: list[JobView]) -> Bucket:
+    def _bucket(self, read: tuple[BucketKey, tuple[tuple[JobView, object], ...]],
+                jobs: list[JobView]) -> Bucket:
         """`jobs` as a matching reads them, in one pass: what never changes of a job kept
-        (`_matching_inputs`), whether it runs (and in which group) read afresh."""
+        (`_matching_inputs`), whether it runs (and in which group) read afresh. `read` is
+        the bucket's key and each job with what `_planned` keys plans by (whether it runs,
+        its group): all a bucket depends on, so buckets are kept by it (`_buckets`, with
+        the rows' ids and memo key they carry)."""
+        found = self._buckets.get(read)
+        if found is None:
+            if len(self._buckets) >= 64:  # ~as many hits as 1,024 on Philly
+                self._buckets.clear()
+            found = self._buckets[read] = self._new_bucket(read[0], jobs)
+        return found
+
+    def _new_bucket(self, key: BucketKey, jobs: list[JobView]) -> Bucket:
         rows, solo, counts, groupable, running = [], [], [], [], []
         inputs = self._matching_inputs
         group_of = self._group_of

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 import rustworkx as rx
 
+import simulation.interleaving_grouping as grouping
 from simulation.decisions import Launch, Preempt
 from simulation.engine import EngineConfig, Simulation
 from simulation.interleaving import pad_stages
@@ -26,8 +27,12 @@ from simulation.interleaving_grouping import (
     MergePeriods,
     _distinct_merge_periods,
     _edge_weights,
+    _first_use_order,
     _matched_pairs,
     _remembered_edge_weights,
+    _signatures,
+    _sparse_mask,
+    _typed_edge_weights,
     max_weight_pairs,
 )
 from simulation.model import JobSpec
@@ -212,7 +217,7 @@ def test_remembered_matchings_are_the_plain_ones_whatever_groups_run(seed):
                                                      for _ in range(len(bucket.solo))])
             assert (memo.pairs(running, groups, config)
                     == _matched_pairs(running, groups, config))
-    assert len(memo._weights) == len(cases)  # weights re-used across running groups
+    assert len(memo._graphs) == len(cases)  # graphs re-used across running groups
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -234,6 +239,163 @@ def test_remembered_edge_weights_of_one_kind_are_the_plain_ones_to_the_bit(seed)
         assert np.array_equal(
             _remembered_edge_weights(bucket, groups, config, MergePeriods()), plain)
         assert (plain > 0).sum() > jobs
+
+
+def _alike_bucket(rng: random.Random, jobs: int, k: int) -> Bucket:
+    # Jobs of a few models (as Philly with models assigned): most share their model's solo
+    # time, some have their own, so rows alike may still differ in solo time; some are
+    # not groupable, some have three stages.
+    models = [pad_stages(tuple(rng.uniform(0.01, 3.0) for _ in range(rng.choice((3, k)))), k)
+              for _ in range(4)]
+    counts = [3 if row[-1] == 0.0 else k for row in models]
+    solos = [sum(row) * rng.uniform(0.8, 2.5) for row in models]
+    picked = [rng.randrange(4) for _ in range(jobs)]
+    return Bucket(
+        gpus=1,
+        stages=np.array([models[m] for m in picked], dtype=float),
+        solo=np.array([solos[m] if rng.random() < 0.8 else solos[m] * rng.uniform(0.5, 2.0)
+                       for m in picked]),
+        ranks=list(range(jobs)),
+        groupable=[rng.random() > 0.1 for _ in range(jobs)],
+        stage_counts=[counts[m] for m in picked],
+    )
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_edge_weights_by_type_are_the_plain_ones_to_the_bit(seed):
+    # Groups alike (same members' rows, solo times, stage counts, groupability) read one
+    # cell of a matrix of types; two alike groups must still get their edge (the cell of
+    # two distinct nodes, not the diagonal's 0), and groups that differ only in a solo
+    # time or in groupability must not share a type. Signatures likewise by type.
+    rng = random.Random(seed)
+    k = 4 if seed % 2 else 5
+    config = GroupingConfig(max_group=4, overhead=(1.33, 1.5, 1.37),
+                            weight_floor=rng.choice((0.0, 0.3)), worst_ordering=seed % 3 == 0)
+    periods = MergePeriods()
+    alike = 0
+    for _ in range(6):
+        jobs = rng.randint(2, 60)
+        bucket = _alike_bucket(rng, jobs, k)
+        groups = [[i] for i in range(jobs)] if rng.random() < 0.5 else _random_groups(rng, jobs)
+        weights, firsts, of, _ = _typed_edge_weights(bucket, groups, config, periods)
+        plain = _edge_weights(bucket, groups, config)
+        assert weights.tobytes() == plain.tobytes()
+        assert np.array_equal(_signatures(bucket, firsts)[of], _signatures(bucket, groups))
+        alike += int(sum(plain[u, v] > 0 for u in range(len(groups))
+                         for v in range(u + 1, len(groups)) if of[u] == of[v]))
+    assert alike > 0
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_first_use_order_is_the_order_of_the_edge_list(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(2, 40))
+    keep = np.triu(rng.random((n, n)) < rng.random(), 1)
+    us, vs = np.nonzero(keep)
+    order = list(dict.fromkeys(np.stack([us, vs], axis=1).reshape(-1).tolist()))
+    assert _first_use_order(keep) == order
+
+
+def test_matchings_kept_running_are_blossoms_whatever_its_ties(monkeypatch):
+    # A run's pattern: a bucket matched, its pairs started, the same bucket matched again
+    # with those pairs running (Blossom's graph now favours them), sometimes with a pair
+    # less, a pair more among unmatched nodes, or three nodes in one running group. The
+    # memo answers the proven cases without Blossom; every answer must be Blossom's.
+    rng = random.Random(3)
+    config = GroupingConfig(max_group=4, overhead=(1.33, 1.5, 1.37), exact_limit=24)
+    memo = MatchingMemo()
+    shortcuts = []
+    kept = grouping._kept_running_pairs
+
+    def counted(*args):
+        found = kept(*args)
+        shortcuts.append(found is not None)
+        return found
+
+    monkeypatch.setattr(grouping, "_kept_running_pairs", counted)
+    unjoined = 0
+    for _ in range(40):
+        jobs = rng.randint(6, 50)  # above 24: sparse graphs
+        bucket = _alike_bucket(rng, jobs, 4)
+        groups = [[i] for i in range(jobs)]
+        pairs = memo.pairs(replace(bucket, running_group=[-1] * jobs), groups, config)
+        for variant in range(5):
+            tokens = [-1] * jobs
+            for token, (u, v, _) in enumerate(pairs):
+                if variant != 1 or token:  # variant 1: the first pair does not run
+                    tokens[u] = tokens[v] = token
+            matched = {u for u, _, _ in pairs} | {v for _, v, _ in pairs}
+            free = [i for i in range(jobs) if i not in matched]  # some not groupable
+            if variant == 2 and len(free) >= 2:  # two unmatched nodes run together
+                tokens[free[0]] = tokens[free[1]] = 99
+                unjoined += 1
+            if variant == 3 and pairs and free:  # a running group of three
+                tokens[free[0]] = tokens[pairs[0][0]]
+            running = replace(bucket, running_group=tokens)
+            again = memo.pairs(running, groups, config)
+            assert again == _matched_pairs(running, groups, config)
+    assert any(shortcuts) and not all(shortcuts) and unjoined
+
+
+def test_running_pairs_outside_the_sparse_graph_are_not_kept():
+    # Eight alike nodes of one class above the exact limit: the sparse graph is the cycle
+    # 0-1-...-7-0, every edge γ 0.5 (500), best 2,000. Pairs running along the cycle are
+    # Blossom's matching; with (4, 6) and (5, 7) running instead (γ 0.5 each, but not
+    # edges), only 1,000 of it runs: not proven, and Blossom completes it otherwise.
+    config = GroupingConfig(exact_limit=4, sparse_degree=2)
+    weights = np.full((8, 8), 0.5)
+    np.fill_diagonal(weights, 0.0)
+    signatures = np.zeros((8, 2), dtype=np.int64)
+    us, vs = grouping._sparse_pairs(signatures, 2)
+    graph = grouping._Graph(np.full((2, 2), 0.5), np.zeros(8, dtype=np.intp), us, vs,
+                            np.full(len(us), 0.5), True)
+    graph.best = 2000
+    along = np.array([0, 0, 1, 1, 2, 2, 3, 3])
+    assert grouping._kept_running_pairs(graph, along) == [(0, 1), (2, 3), (4, 5), (6, 7)]
+    assert max_weight_pairs(weights, config, signatures, along) == [(0, 1), (2, 3), (4, 5),
+                                                                    (6, 7)]
+    across = np.array([0, 0, 1, 1, 2, 3, 2, 3])
+    assert grouping._kept_running_pairs(graph, across) is None
+    assert max_weight_pairs(weights, config, signatures, across) == [(0, 1), (2, 3), (4, 5),
+                                                                     (6, 7)]
+    graph.best = 2500
+    assert grouping._kept_running_pairs(graph, along) is None
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_sparse_pairs_are_the_sparse_masks_cells(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(2, 120))
+    signatures = rng.integers(0, int(rng.integers(1, 4)), (n, 3))
+    degree = int(rng.integers(1, 4))
+    us, vs = grouping._sparse_pairs(signatures, degree)
+    expected = np.nonzero(np.triu(_sparse_mask(signatures, degree), 1))
+    assert np.array_equal(us, expected[0]) and np.array_equal(vs, expected[1])
+    assert grouping._edge_list_order(us, vs) == list(dict.fromkeys(
+        np.stack([us, vs], axis=1).reshape(-1).tolist()))
+
+
+@pytest.mark.parametrize(("light", "kept"), [(0.0004, False), (0.0006, True)])
+def test_a_matching_is_kept_only_if_every_edge_weighs(light, kept, monkeypatch):
+    # γ in thousandths: an edge of γ 0.0004 weighs 0 in Blossom's graph, so matchings with
+    # and without it tie and Blossom's choice is not proven; at 0.0006 it weighs 1.
+    table = np.zeros((8, 8))  # types' matrix: the cell of groups u, v is (2u, 2v + 1)
+    table[0, 3] = table[2, 1] = 0.5
+    table[4, 7] = table[6, 5] = light
+    monkeypatch.setattr(grouping, "_typed_edge_weights",
+                        lambda *_, **__: (None, [[0], [1], [2], [3]], np.arange(4), table))
+    asked = []
+    real = grouping._kept_running_pairs
+    monkeypatch.setattr(grouping, "_kept_running_pairs", lambda *a: asked.append(a) or real(*a))
+    bucket = _alike_bucket(random.Random(1), 4, 4)
+    groups = [[0], [1], [2], [3]]
+    config = GroupingConfig()
+    memo = MatchingMemo()
+    assert memo.pairs(replace(bucket, running_group=[-1] * 4), groups, config) == [
+        (0, 1, 0.5)] + [(2, 3, light)] * kept
+    again = memo.pairs(replace(bucket, running_group=[5, 5, 6, 6]), groups, config)
+    assert again == [(0, 1, 0.5), (2, 3, light)]  # the bonus alone makes (2, 3) weigh
+    assert bool(asked) == kept
 
 
 def test_a_remembered_period_is_the_one_computed_in_another_batch():
