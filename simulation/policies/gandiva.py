@@ -146,8 +146,7 @@ class Gandiva(GandivaPlacement, GandivaTimeSlicing, GandivaPacking, GandivaMigra
         self._affinity_servers: dict[int, set[str]] = {}  # GPUs -> servers of that affinity
         self._packs: dict[int, Pack] = {}
         self._trials: set[int] = set()  # packs on trial (not kept): all a review looks at
-        self._pack_of: dict[str, int] = {}  # job -> the pack it counts in (one of them)
-        self._packs_with: dict[str, set[int]] = {}  # job -> every pack listing it
+        self._pack_of: dict[str, int] = {}  # job -> its pack (a job is in at most one)
         self._next_pack = 0
         self._failed_combos: set[tuple[str, ...]] = set()
         self._idle_since: dict[str, tuple[int, float]] = {}
@@ -316,13 +315,13 @@ class Gandiva(GandivaPlacement, GandivaTimeSlicing, GandivaPacking, GandivaMigra
     def _forget_departed(self, view: ClusterView) -> None:
         """Drop pack members that left their server and the affinity of emptied servers.
 
-        Only jobs whose GPUs changed can have left a pack (a job may be listed by several:
-        a job spread over servers can be packed on each); only servers whose jobs changed
+        Only jobs whose GPUs changed can have left a pack; only servers whose jobs changed
         can have emptied (a server gets its affinity with its first job)."""
         if not self._moved and not self._touched_round:
             return
         moved, self._moved = self._moved, set()
-        for pid in sorted({pid for j in moved for pid in self._packs_with.get(j, ())}):
+        pack_of = self._pack_of
+        for pid in sorted({pack_of[j] for j in moved if j in pack_of}):
             pack = self._packs[pid]
             stay = [
                 j for j in pack.members
@@ -333,7 +332,6 @@ class Gandiva(GandivaPlacement, GandivaTimeSlicing, GandivaPacking, GandivaMigra
                 continue
             for job_id in set(pack.members) - set(stay):
                 self._point(job_id, None, view)
-                self._unlist(job_id, pid)
             pack.members = stay
             self._mark(pack.server)
             if len(pack.members) < 2:
@@ -348,7 +346,6 @@ class Gandiva(GandivaPlacement, GandivaTimeSlicing, GandivaPacking, GandivaMigra
         self._trials.discard(pid)
         for job_id in pack.members:
             self._point(job_id, None, view)
-            self._unlist(job_id, pid)
         self._mark(pack.server)
 
     def _point(self, job_id: str, pid: int | None, view: ClusterView) -> None:
@@ -385,15 +382,6 @@ class Gandiva(GandivaPlacement, GandivaTimeSlicing, GandivaPacking, GandivaMigra
             self._mark(sid)
             parts.append(part)
         self._parts[job_id] = tuple(parts)
-
-    def _list(self, job_id: str, pid: int) -> None:
-        self._packs_with.setdefault(job_id, set()).add(pid)
-
-    def _unlist(self, job_id: str, pid: int) -> None:
-        packs = self._packs_with.get(job_id, set())  # a job may be listed twice in one pack
-        packs.discard(pid)
-        if not packs:
-            self._packs_with.pop(job_id, None)
 
     def _set_affinity(self, view: ClusterView, sid: str, gpus: int) -> None:
         if sid not in self._affinity:

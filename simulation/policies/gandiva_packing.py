@@ -78,8 +78,8 @@ class GandivaPacking:
             memory = view.spec.gpu_types[server.gpu_type].memory_gb
             best: tuple[float, str, object] | None = None
             for unit, gpus in self._units(view, sid).items():
-                if gpus != 1 or unit == job_id:
-                    continue
+                if gpus != 1 or unit == job_id or unit in self._spread:
+                    continue  # a job spread over servers has no GPU of its own to share
                 members = (self._packs[unit[1]].members if isinstance(unit, tuple)
                            else [unit])
                 if (sum(model_info(self._model_of[m]).memory_gb for m in members)
@@ -104,9 +104,7 @@ class GandivaPacking:
                 self._packs[pid] = Pack(sid, [str(unit), job_id], view.now)
                 self._trials.add(pid)
                 self._point(str(unit), pid, view)
-                self._list(str(unit), pid)
             self._point(job_id, pid, view)
-            self._list(job_id, pid)
             self._mark(sid)
             packed = True
             self._counts["packings"] += 1

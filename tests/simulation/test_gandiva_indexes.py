@@ -10,7 +10,7 @@ from __future__ import annotations
 import itertools
 
 from simulation.composition import create_policy
-from simulation.decisions import Migrate
+from simulation.decisions import Launch, Migrate
 from simulation.engine import EngineConfig, Simulation
 from simulation.model import JobSpec, Workload
 from simulation.policies.gandiva_index import ServerIndex
@@ -26,6 +26,7 @@ class CheckedRounds(Recording):
     def __init__(self, policy):
         super().__init__(policy)
         self.rounds = 0
+        self.packs: set[tuple[str, tuple[str, ...]]] = set()  # (server, members) seen
 
     def schedule(self, view):
         yield from super().schedule(view)
@@ -44,6 +45,12 @@ class CheckedRounds(Recording):
                 policy._slice_share(view, sid, policy._unit_of(job_id, sid)) for sid in servers))
             assert job.share == planned, (view.now, job_id)
         assert policy._trials == {pid for pid, p in policy._packs.items() if not p.kept}
+        # A pack holds distinct jobs on one GPU of its server, and a job counts in one pack.
+        members = [(j, pid) for pid, pack in policy._packs.items() for j in pack.members]
+        assert len({j for j, _ in members}) == len(members), view.now
+        assert all(policy._pack_of[j] == pid for j, pid in members), view.now
+        assert len(members) == len(policy._pack_of), view.now
+        self.packs.update((p.server, tuple(p.members)) for p in policy._packs.values())
 
 
 def test_figures_match_a_recount_through_packing_and_migration():
@@ -57,6 +64,30 @@ def test_figures_match_a_recount_through_packing_and_migration():
     counters = result.summary["policy_counters"]
     assert counters["packings"] > 0 and counters["migrations"] > 0
     assert policy.rounds > 100
+
+
+def test_a_job_spread_over_servers_hosts_no_pack():
+    """2 × 4 GPUs. r0-r2 and s0 fill gpu-1, r3-r5 and s1 gpu-2; s0 and s1 end at 100, so
+    the 2-GPU VAE job w takes one GPU on each server (Algorithm 1, relaxed) at 150. At 200
+    v0 and v1 (VAE, 1 GPU) over-subscribe gpu-1 and gpu-2. w has the lowest utilisation on
+    both, but a job spread over servers has no GPU of its own to share (§4.2.2 packs jobs
+    on a GPU): each v packs with its server's first ResNet-50 job instead (equal
+    utilisation, ties to the smaller id). ResNet-50 + VAE pack at C = 2 (Table 1), one GPU
+    each: no time-slicing, so r and v run at full speed. Packing onto w put it in two packs
+    at once, and its second pack replaced the first in the policy's index."""
+    r = [JobSpec(f"r{i}", 0.0, 1, 9000.0, model="resnet50") for i in range(6)]
+    s = [JobSpec(f"s{i}", 0.0, 1, 100.0, model="resnet50") for i in range(2)]
+    jobs = [*r[:3], s[0], *r[3:], s[1], JobSpec("w", 150.0, 2, 9000.0, model="vae")]
+    jobs += [JobSpec(f"v{i}", 200.0, 1, 3000.0, model="vae") for i in range(2)]
+    policy = CheckedRounds(create_policy("gandiva", {"migration": False,
+                                                     "grow_shrink": False}))
+    result = Simulation(cluster(2, 4), Workload(tuple(jobs)), policy,
+                        config=EngineConfig(migration_pause=1.0)).run()
+    w = next(d for _, d in policy.decisions if isinstance(d, Launch) and d.job_id == "w")
+    assert [s.server for s in w.placement] == ["gpu-1", "gpu-2"]
+    assert policy.packs == {("gpu-1", ("r0", "v0")), ("gpu-2", ("r3", "v1"))}
+    jct = {row["job_id"]: row["jct"] for row in result.jobs}
+    assert [jct[j] for j in ("r0", "r1", "r3", "v0", "v1")] == [9000.0] * 3 + [3000.0] * 2
 
 
 def test_a_completion_between_rounds_opens_a_defragmentation_move():
