@@ -18,6 +18,8 @@ import sys
 import time
 from pathlib import Path
 
+from heap import settle_heap
+
 REPO = Path(__file__).resolve().parents[1]
 TRACES = REPO.parent / "shared" / "traces"
 POLICIES = ("fifo", "sjf", "srtf", "srsf", "tiresias", "elastic-tiresias", "themis", "antman",
@@ -38,6 +40,7 @@ def run_case(policy: str, trace: int, settings: dict[str, str]) -> dict[str, flo
 
     cluster = load_cluster_spec(TRACES / "muri_cluster_spec_n8g8.csv")
     workload = load_trace(TRACES / f"muri_trace{trace}.csv")
+    settle_heap()
     wall, cpu = time.perf_counter(), time.process_time()
     summary = run_simulation(cluster, workload, policy, settings=settings).summary
     return {

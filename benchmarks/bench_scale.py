@@ -33,6 +33,8 @@ REPO = Path(__file__).resolve().parents[1]
 TRACES = REPO.parent / "shared" / "traces"
 sys.path.insert(0, str(REPO))
 
+from heap import settle_heap  # noqa: E402
+
 POLICIES = ("fifo", "sjf", "srtf", "srsf", "tiresias", "elastic-tiresias", "themis", "antman",
             "gandiva", "muri-s", "muri-l")
 MODEL_POLICIES = ("muri-s", "muri-l")  # they interleave only jobs with a model profile
@@ -70,6 +72,7 @@ def one_case(policy: str, servers: int, jobs: int, queue) -> None:
         from simulation.workloads.model_mix import with_models
 
         workload = with_models(workload)
+    settle_heap()
     started, cpu_started = time.perf_counter(), time.process_time()
     result = run_simulation(training_cluster(servers), workload, policy)
     wall, cpu = time.perf_counter() - started, time.process_time() - cpu_started

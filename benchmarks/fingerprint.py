@@ -11,6 +11,11 @@ a later one against them:
     .venv/bin/python benchmarks/fingerprint.py --policies srtf,srsf --cases muri3,philly3k
     .venv/bin/python benchmarks/fingerprint.py --policies gandiva --set time_slicing=fluid
 
+Save and check under different hash seeds (`PYTHONHASHSEED=1` for `--save`, `4` for
+`--check`): a choice that follows a set's iteration order gives other records in another
+process, as the CLI, a worker and the tests each draw their own seed
+(`tests/simulation/test_hash_seed.py`).
+
 `--set` passes policy parameters to every run, so a mode that is no longer a policy's
 default can still be checked against the lines saved when it was.
 

@@ -20,6 +20,8 @@ from __future__ import annotations
 import math
 from bisect import bisect_left
 from collections.abc import Sequence
+from itertools import accumulate, compress, repeat
+from operator import mul
 
 
 class ShareCycle:
@@ -40,7 +42,7 @@ class ShareCycle:
 
     def __init__(self, first: float, start: float, quantum: float, shares: Sequence[float],
                  loop: int = 0) -> None:
-        runs = [k for k, share in enumerate(shares) if share != 0.0]
+        runs = list(compress(range(len(shares)), shares))  # the shares other than 0
         self._fill(first, start, quantum, len(shares), runs, [shares[k] for k in runs], loop)
 
     @classmethod
@@ -60,12 +62,9 @@ class ShareCycle:
         self.runs = tuple(runs)
         self.values = tuple(values)
         self.loop = loop
-        total = 0.0
-        sums = []
-        for value in self.values:
-            total += quantum * value
-            sums.append(total)
-        self.sums = tuple(sums)
+        # quantum × each value, summed left to right (the first sum is its own product:
+        # 0.0 + x is x for the shares above 0 that runs hold)
+        self.sums = tuple(accumulate(map(mul, repeat(quantum), self.values)))
 
     @property
     def shares(self) -> tuple[float, ...]:
@@ -149,7 +148,8 @@ class ShareCycle:
         """The share integrated over [t0, t1] (share-seconds)."""
         if t1 <= t0:
             return 0.0
-        return max(0.0, self._cumulative(t1) - self._cumulative(t0))
+        done = self._cumulative(t1) - self._cumulative(t0)
+        return done if done > 0.0 else 0.0
 
     def time_to(self, t0: float, amount: float, slack: float = 0.0) -> float:
         """The earliest time at which the integral from `t0` reaches `amount` (inf: never).
@@ -214,16 +214,17 @@ class ShareCycle:
         with no run in the loop the cycle ends after the runs' total. Never before `t0`."""
         if amount <= slack:
             return t0
-        sums = self.sums
-        ahead = max(0.0, self.start - t0) * self.first  # before `start`
-        if not self.runs or self.runs[-1] < self.loop:  # nothing repeats: a finite total
-            total = ahead + (sums[-1] if sums else 0.0)
-            if amount - slack > total * (1.0 + 1e-6) + 1e-6:
+        runs, start, first = self.runs, self.start, self.first
+        if not runs or runs[-1] < self.loop:  # nothing repeats: a finite total
+            sums = self.sums
+            total = (start - t0 if start > t0 else 0.0) * first + (sums[-1] if sums else 0.0)
+            if amount - slack > total * (1.0 + 1e-6) + 1e-6:  # (`ahead` before `start`)
                 return math.inf
         begin = t0
-        if self.first <= 0 and t0 < self.start and self.runs:
-            begin = self.start + self.runs[0] * self.quantum
-        return max(t0, begin + (amount - slack) * (1.0 - 1e-6) - 1e-3)
+        if first <= 0 and t0 < start and runs:
+            begin = start + runs[0] * self.quantum
+        bound = begin + (amount - slack) * (1.0 - 1e-6) - 1e-3
+        return bound if bound > t0 else t0
 
     def _first_reaching(self, x: float, lo: int, hi: int) -> int:
         """The least k in [lo, hi) whose prefix (`_prefix(k)`) is at least `x`, else hi:

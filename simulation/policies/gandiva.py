@@ -398,9 +398,13 @@ class Gandiva(GandivaPlacement, GandivaTimeSlicing, GandivaPacking, GandivaMigra
     # -- per-server load ------------------------------------------------------------------
 
     def _units(self, view: ClusterView, sid: str) -> dict[object, int]:
-        """Time-sliced units on a server -> GPUs: a job, or a pack counted as one GPU."""
+        """Time-sliced units on a server -> GPUs: a job, or a pack counted as one GPU, in
+        the server's order of its jobs (the callers' choices do not depend on it)."""
+        jobs = view.servers[sid].jobs
+        if self._pack_of.keys().isdisjoint(jobs):
+            return dict(jobs)
         units: dict[object, int] = {}
-        for job_id, gpus in sorted(view.servers[sid].jobs.items()):
+        for job_id, gpus in jobs.items():
             pid = self._pack_of.get(job_id)
             if pid is not None and self._packs[pid].server == sid:
                 units[("pack", pid)] = 1

@@ -106,7 +106,10 @@ class GandivaTimeSlicing:
         return plan.index(self._quantum_start, self.time_slice)
 
     def _unit_rank(self, unit: Unit) -> int:
-        """Launch order of a unit (a pack: of its earliest member), to order newcomers."""
+        """Launch order of a unit (a pack: of its earliest member), to order newcomers.
+
+        Distinct units have distinct ranks (a job is in at most one pack), so `_rotate`'s
+        newcomers, taken from a set, come out in one order whatever the hash seed."""
         if isinstance(unit, tuple):
             return min(self._rank[j] for j in self._packs[unit[1]].members)
         return self._rank[str(unit)]
@@ -131,19 +134,33 @@ class GandivaTimeSlicing:
         plan = self._plans.pop(sid, None)
         rotation: list[Unit] = []
         old: dict[Unit, float] = {}
+        ran: tuple[Unit, ...] = ()
         horizon = MIN_HORIZON
         if plan is not None:  # the quantum in effect before this round (at a boundary: ended)
             before = self._quantum_of(plan) - boundary
             horizon = min(HORIZON, max(MIN_HORIZON, 2 * (before + 1)))  # it lasted before + 1
             self._counts["suspends"] += plan.suspends_through(before)
             current = plan.slice(before)
-            rotation = [u for u in current.rotation if u in units]
-            old = dict.fromkeys(current.rotation, SUSPENDED)
+            rotation = list(current.rotation)
+            old = dict.fromkeys(rotation, SUSPENDED)
             old.update(current.shares)
+            ran = current.ran  # the units with a share above 0 in `old`, in rotation order
         if sum(units.values()) <= gpus:
             return
+        # Set operations rather than a pass per unit in Python: hundreds of units on a
+        # crowded server, re-planned at every change (issue #22).
         listed = set(rotation)
-        for unit in sorted((u for u in units if u not in listed), key=self._unit_rank):
+        gone = listed - units.keys()
+        if gone:
+            listed -= gone
+            if len(gone) < 8:
+                for unit in gone:
+                    rotation.remove(unit)
+            else:
+                rotation = [u for u in rotation if u not in gone]
+            ran = tuple([u for u in ran if u not in gone])
+        packed = False
+        for unit in sorted(units.keys() - listed, key=self._unit_rank):
             if isinstance(unit, tuple):
                 members = self._packs[unit[1]].members
                 at = next((i for i, u in enumerate(rotation) if u in members), len(rotation))
@@ -151,20 +168,24 @@ class GandivaTimeSlicing:
                 rotation.insert(at, unit)
                 if share is not None:
                     old[unit] = share
+                    packed = True
             else:
                 rotation.append(unit)
-        ran = [u for u in rotation if u in old and old[u] > SUSPENDED]
+        if packed:  # a pack runs in the place of its member: look for it in the rotation
+            ran = tuple([u for u in rotation if u in old and old[u] > SUSPENDED])
         if boundary:
-            turned = set(ran)
-            rotation = [u for u in rotation if u not in turned] + ran
+            for unit in ran:
+                rotation.remove(unit)
+            rotation.extend(ran)
         left = self._quantum_start + self.time_slice - view.now
         resumed = max(SUSPENDED, 1.0 - self.switch_overhead / left) if left > 0 else SUSPENDED
-        first = turn(rotation, old, units, gpus, set() if boundary else set(ran), resumed)
+        first = turn(rotation, old, units, gpus, set() if boundary else set(ran), resumed,
+                     len(ran))
         self._counts["suspends"] += first.suspends
         full = max(SUSPENDED, 1.0 - self.switch_overhead / self.time_slice)
         # A job spread over servers runs at its slowest part's share: its servers' plans
         # expire rather than loop, so its sequence need not repeat with both periods.
-        loops = not any(j in self._spread for j in view.servers[sid].jobs)
+        loops = self._spread.isdisjoint(view.servers[sid].jobs)
         plan = plan_rotation(self._quantum_start, first, units, gpus, full, loops, horizon)
         self._plans[sid] = plan
         if plan.expires:
@@ -192,27 +213,26 @@ class GandivaTimeSlicing:
                 jobs.update(members)
                 continue
             # Every plan of a touched server is fresh (quantum 0): its units' cycles are
-            # built once, for the members that take them as they are (`_share_cycle`).
+            # built once, for the members that take them as they are (`_share_cycles`).
             fresh[sid] = unit_cycles(plan, self._quantum_start + self.time_slice,
                                      self.time_slice)
             # A job already suspended that stays suspended in the whole of its server's
             # fresh plan keeps its share: most members of a crowded server (issue #22).
             runners = self._runners(fresh[sid])
-            suspended = self._suspended
-            jobs.update(j for j in members if j not in suspended or j in runners)
+            jobs.update(members.keys() - self._suspended)
+            jobs.update(runners.intersection(members))
             self._let_rest(view.now, members, runners, jobs)
-        for job_id in sorted(jobs, key=self._rank.__getitem__):
-            if self._quanta:
-                decision = self._share_cycle(view, job_id, fresh)
-                if decision is not None:
-                    yield decision
-                continue
-            job = view.job(job_id)
-            share = min(self._time_share(view, sid) for sid in self._where[job_id])
-            share *= self._pack_factor(job_id) * self._locality(view, job)
-            share = min(1.0, max(share, MIN_SHARE))
-            if abs(share - job.share) > 1e-12:
-                yield SetShare(job_id, share)
+        in_order = sorted(jobs, key=self._rank.__getitem__)
+        if self._quanta:
+            yield from self._share_cycles(view, in_order, fresh)
+        else:
+            for job_id in in_order:
+                job = view.job(job_id)
+                share = min(self._time_share(view, sid) for sid in self._where[job_id])
+                share *= self._pack_factor(job_id) * self._locality(view, job)
+                share = min(1.0, max(share, MIN_SHARE))
+                if abs(share - job.share) > 1e-12:
+                    yield SetShare(job_id, share)
         if self.log_utilisation:
             self.utilisation_log.append((view.now, self._busy_gpu_cores(view)))
         if self._quanta:
@@ -237,15 +257,15 @@ class GandivaTimeSlicing:
                   jobs: set[str]) -> None:
         """Take out of `jobs` the members whose cycle has suspended them for good by `now`
         and that stay suspended in the fresh plan: they are as if told a plain 0 (what
-        `_share_cycle` would tell a job on one server in no pack), without a decision.
+        `_share_cycles` would tell a job on one server in no pack), without a decision.
 
         The engine's arithmetic is the same to the bit: past its last run a cycle whose
         loop never runs adds exactly 0.0, so the settle that telling would make subtracts
         the same work a later settle does, and the job gets no completion either way."""
         quiet, cycled, suspended = self._quiet_from, self._cycled, self._suspended
-        for job_id in members:
-            if (job_id in cycled and job_id not in runners and quiet[job_id] <= now
-                    and len(self._where[job_id]) == 1 and job_id not in self._pack_of):
+        for job_id in cycled.intersection(members) - runners:
+            if (quiet[job_id] <= now and len(self._where[job_id]) == 1
+                    and job_id not in self._pack_of):
                 cycled.discard(job_id)
                 suspended.add(job_id)
                 jobs.discard(job_id)
@@ -265,35 +285,54 @@ class GandivaTimeSlicing:
         """A job's share from its time-slicing share: packing and locality slow it."""
         return slowed_share(slice_share, self._pack_factor(job.job_id), self._locality(view, job))
 
-    def _share_cycle(self, view: ClusterView, job_id: str,
-                     fresh: dict[str, dict[Unit, tuple[float, ShareCycle | None]]]
-                     ) -> SetShare | None:
-        """The job's share for every quantum from this one on: on each of its servers its
-        unit's share in the server's plan, the lowest of them, slowed by packing and
-        locality; a share that stays the same is a plain `SetShare`, and None if it is
-        the share the job has (a call per member of a re-planned server: no generator).
+    def _share_cycles(self, view: ClusterView, jobs: list[str],
+                      fresh: dict[str, dict[Unit, tuple[float, ShareCycle | None]]]
+                      ) -> Iterator[SetShare]:
+        """Each job's share for every quantum from this one on, in the order given: on each
+        of its servers its unit's share in the server's plan, the lowest of them, slowed
+        by packing and locality; a share that stays the same is a plain `SetShare`, and
+        none if it is the share the job has.
 
         A job on one server, in no pack, runs at its unit's shares in the server's fresh
         plan (`fresh`: its units' cycles): a unit that never runs in it is suspended
         throughout, whatever slows it; one that runs takes its unit's cycle as it is
-        unless locality slows it."""
-        where = self._where[job_id]
-        if len(where) == 1 and job_id not in self._pack_of:
-            cycles = fresh.get(where[0])
-            if cycles is not None:
-                entry = cycles.get(job_id)
-                if entry is None:
-                    if self._plans[where[0]].holds(job_id):
-                        return self._plain_share(view, job_id, SUSPENDED)
-                elif (self._plans[where[0]].least_share >= MIN_SHARE
-                      and self._locality_free(view, job_id)):
-                    first, cycle = entry
-                    if cycle is None:
-                        return self._plain_share(view, job_id, first)
-                    self._cycled.add(job_id)
-                    self._suspended.discard(job_id)
-                    self._quiet_from[job_id] = cycle.silent_from()
-                    return SetShare(job_id, first, cycle)
+        unless locality slows it. That is most members of a re-planned server, so their
+        path is written out here (millions of them on muri_trace2, issue #16)."""
+        where_of, pack_of, plans = self._where, self._pack_of, self._plans
+        cycled, suspended, quiet_from = self._cycled, self._suspended, self._quiet_from
+        locality_free = self._locality_free
+        for job_id in jobs:
+            where = where_of[job_id]
+            if len(where) == 1 and job_id not in pack_of:
+                cycles = fresh.get(where[0])
+                if cycles is not None:
+                    entry = cycles.get(job_id)
+                    if entry is None:
+                        if plans[where[0]].holds(job_id):
+                            decision = self._plain_share(view, job_id, SUSPENDED)
+                            if decision is not None:
+                                yield decision
+                            continue
+                    elif (plans[where[0]].least_share >= MIN_SHARE
+                          and locality_free(view, job_id)):
+                        first, cycle = entry
+                        if cycle is None:
+                            decision = self._plain_share(view, job_id, first)
+                            if decision is not None:
+                                yield decision
+                            continue
+                        cycled.add(job_id)
+                        suspended.discard(job_id)
+                        quiet_from[job_id] = cycle.silent_from()
+                        yield SetShare(job_id, first, cycle)
+                        continue
+            decision = self._sequence_share(view, job_id)
+            if decision is not None:
+                yield decision
+
+    def _sequence_share(self, view: ClusterView, job_id: str) -> SetShare | None:
+        """`_share_cycles` for a job spread over servers, in a pack or slowed by locality:
+        the lowest of its units' share sequences, slowed."""
         job = view.job(job_id)
         sequence: ShareSequence | None = None
         for sid in self._where[job_id]:

@@ -14,8 +14,9 @@ between `MIN_HORIZON` and `HORIZON`. The policy hands each job its part of the p
 once (`ShareCycle`), instead of a share per job per quantum.
 
 A slice lists the shares of the units its turn decided one by one, the front of the
-rotation; the rest of the rotation is suspended without being listed, so a quantum costs
-the units that run, not every unit of a crowded server (hundreds on the Muri traces).
+rotation; the rest of the rotation is suspended without being listed, and the rotation
+itself is a window of a tape the plan's slices share (`Slice`), so a quantum costs the
+units that run, not every unit of a crowded server (hundreds on the Muri traces).
 """
 
 from __future__ import annotations
@@ -36,16 +37,32 @@ HORIZON = 256
 MIN_HORIZON = 2  # ... and at least
 
 
-@dataclass(slots=True)
 class Slice:
     """One quantum of a server: its rotation and the shares of `rotation[:reached]`; the
-    units after those are suspended."""
+    units after those are suspended.
 
-    rotation: tuple[Unit, ...]
-    shares: dict[Unit, float]
-    suspends: int  # units swapped out at the boundary into this quantum
-    ran: tuple[Unit, ...] = ()  # the units with a share above 0, in rotation order
-    reached: int = 0  # `turn` decided rotation[:reached] one by one; the rest are suspended
+    The rotation is kept as a ring: `head` (the units a turn walked past without running
+    them, which keep their place at the front) then `tape[start:end]`. A boundary turn
+    appends the units that ran to the tape, which the slices of one plan share, so a
+    quantum costs the units its turn walks, not the whole rotation (hundreds of units on a
+    crowded server, issue #16)."""
+
+    __slots__ = ("head", "tape", "start", "end", "shares", "suspends", "ran", "reached")
+
+    def __init__(self, rotation: Sequence[Unit], shares: dict[Unit, float], suspends: int,
+                 ran: tuple[Unit, ...] = (), reached: int = 0) -> None:
+        self.head: tuple[Unit, ...] = ()
+        self.tape: list[Unit] = list(rotation)
+        self.start = 0
+        self.end = len(self.tape)
+        self.shares = shares
+        self.suspends = suspends  # units swapped out at the boundary into this quantum
+        self.ran = ran  # the units with a share above 0, in rotation order
+        self.reached = reached  # `turn` decided rotation[:reached] one by one
+
+    @property
+    def rotation(self) -> tuple[Unit, ...]:
+        return self.head + tuple(self.tape[self.start:self.end])
 
 
 @dataclass(slots=True)
@@ -67,6 +84,8 @@ class RotationPlan:
     # at the first `unit_sequence` from quantum 0, which the jobs of a freshly planned
     # server ask for
     columns: dict[Unit, list[float]] | None = None
+    # the quanta (and shares) in which each unit runs, once `unit_sequence` asks past 0
+    runs_of: dict[Unit, list[tuple[int, float]]] | None = None
     members: frozenset[Unit] | None = None  # the units of the rotation, once asked for
     least_share: float = 1.0  # the lowest share above 0 in the plan, once `unit_cycles` ran
     # (start, each unit's share in quantum 0 and its `ShareCycle` from `start` on, None if
@@ -115,21 +134,19 @@ class RotationPlan:
 
 
 def turn(rotation: Sequence[Unit], old: Mapping[Unit, float], units: Mapping[Unit, int],
-         gpus: int, running: set[Unit], resumed: float, was_running: int | None = None,
-         absent: float | None = None, smallest: int | None = None) -> Slice:
+         gpus: int, running: set[Unit], resumed: float, was_running: int | None = None
+         ) -> Slice:
     """Give the server's GPUs to `rotation`'s units in order: those in `running` keep their
     share, the others take what is free, at `resumed` if they were suspended (full speed
-    if they were not running before: not in `old`, whose missing units have the share
-    `absent`, None for new), and the rest are suspended.
+    if they were not running before: not in `old`), and the rest are suspended.
 
     Once fewer GPUs are free than the smallest unit needs and every unit of `running` has
-    been met, the rest of the rotation is suspended wholesale; `was_running` (the units of
-    `rotation` with a share above 0 in `old`, counted when None) gives their swaps, so a
-    turn costs the units that run, not all units (issue #22: hundreds per server);
-    `smallest` (the least of `units`, found when None) likewise."""
+    been met, the rest of the rotation is suspended wholesale, so a turn costs the units
+    that run, not all units (issue #22: hundreds per server); the swaps among the rest are
+    counted from `was_running` (the units of `rotation` with a share above 0 in `old`,
+    counted when None)."""
     free = gpus - sum(units[u] for u in running) if running else gpus
-    if smallest is None:
-        smallest = min(units.values(), default=0)
+    smallest = min(units.values(), default=0)
     shares: dict[Unit, float] = {}
     ran: list[Unit] = []
     suspends = 0
@@ -137,30 +154,10 @@ def turn(rotation: Sequence[Unit], old: Mapping[Unit, float], units: Mapping[Uni
     seen_running = 0  # units met with a share above 0 in `old`
     n = len(rotation)
     i = 0
-    if not running and absent is not None:  # the loop below for a boundary (every quantum
-        get = old.get  # of every plan: issue #16), where no unit keeps running or is new
-        while i < n and free >= smallest:
-            unit = rotation[i]
-            i += 1
-            before = get(unit, absent)
-            size = units[unit]
-            if before > SUSPENDED:
-                seen_running += 1
-                if size > free:
-                    shares[unit] = SUSPENDED
-                    suspends += 1
-                    continue
-            elif size > free:
-                shares[unit] = SUSPENDED
-                continue
-            free -= size
-            share = shares[unit] = resumed if before == SUSPENDED else 1.0
-            if share > SUSPENDED:
-                ran.append(unit)
     while i < n and (free >= smallest or pending):
         unit = rotation[i]
         i += 1
-        before = old.get(unit, absent)
+        before = old.get(unit)
         if before is not None and before > SUSPENDED:
             seen_running += 1
         if unit in running:
@@ -179,45 +176,151 @@ def turn(rotation: Sequence[Unit], old: Mapping[Unit, float], units: Mapping[Uni
         if was_running is None:
             was_running = sum(1 for u in rotation if old.get(u, SUSPENDED) > SUSPENDED)
         suspends += was_running - seen_running
-    return Slice(tuple(rotation), shares, suspends, tuple(ran), i)
+    return Slice(rotation, shares, suspends, tuple(ran), i)
+
+
+_new_slice = object.__new__  # a boundary turn fills in each field itself
 
 
 def boundary_turn(current: Slice, units: Mapping[Unit, int], gpus: int, resumed: float,
-                  smallest: int | None = None) -> Slice:
+                  smallest: int | None = None, uniform: bool = False) -> Slice:
     """The next quantum: the units that ran go to the back, in order, and the front runs.
 
-    The units that ran all lie in `current.rotation[:current.reached]`, so only that part
-    is walked one by one."""
-    ran = current.ran
-    turned = set(ran)
-    reached = current.reached
-    rotation = (tuple([u for u in current.rotation[:reached] if u not in turned])
-                + current.rotation[reached:] + ran)  # a tuple: `turn` keeps it as it is
-    return turn(rotation, current.shares, units, gpus, set(), resumed, len(ran), SUSPENDED,
-                smallest)
+    The units that ran all lie in `current.rotation[:current.reached]`: those walked past
+    stay in front (the next head), the ones that ran are appended to the tape, and only the
+    front is walked, until fewer GPUs are free than the smallest unit needs (as `turn` at a
+    boundary, where no unit keeps running and none is new).
+
+    With `uniform` (every unit of `smallest` GPUs: Algorithm 1 fills a server with jobs of
+    one size) and nothing walked past, the walk takes the first gpus // smallest units of
+    the window, each resumed from a suspension unless it ran the quantum before: when none
+    did, the slice is built by list operations alone."""
+    if smallest is None:
+        smallest = min(units.values(), default=0)
+    tape, end = current.tape, current.end
+    if end != len(tape):  # `current` was turned before: its successors own the tape's end
+        tape = tape[:end]
+    head, start, reached, ran = current.head, current.start, current.reached, current.ran
+    kept = len(head)
+    if reached <= kept:
+        turned = set(ran)
+        head = tuple([u for u in head[:reached] if u not in turned]) + head[reached:]
+    else:
+        cut = start + reached - kept
+        front = list(head) + tape[start:cut] if kept else tape[start:cut]
+        if len(front) != len(ran):  # some were walked past: they stay in front
+            turned = set(ran)
+            head = tuple([u for u in front if u not in turned])
+        else:
+            head = ()
+        start = cut
+    tape.extend(ran)
+    end += len(ran)
+    if uniform and not head and resumed > SUSPENDED:
+        width = gpus // smallest
+        front = tape[start:start + width]
+        if len(front) == width < end - start and current.shares.keys().isdisjoint(front):
+            following = _new_slice(Slice)
+            following.head, following.tape, following.start, following.end = (), tape, start, end
+            following.shares, following.suspends = dict.fromkeys(front, resumed), len(ran)
+            following.ran, following.reached = tuple(front), width
+            return following
+    get = current.shares.get
+    shares: dict[Unit, float] = {}
+    running: list[Unit] = []
+    free = gpus
+    suspends = seen_running = walked = 0
+    for part, lo, hi in ((head, 0, len(head)), (tape, start, end)):
+        i = lo
+        while i < hi and free >= smallest:
+            unit = part[i]
+            i += 1
+            before = get(unit, SUSPENDED)
+            size = units[unit]
+            if before > SUSPENDED:
+                seen_running += 1
+                if size > free:
+                    shares[unit] = SUSPENDED
+                    suspends += 1
+                    continue
+            elif size > free:
+                shares[unit] = SUSPENDED
+                continue
+            free -= size
+            share = shares[unit] = resumed if before == SUSPENDED else 1.0
+            if share > SUSPENDED:
+                running.append(unit)
+        walked += i - lo
+        if i < hi:  # the rest of the rotation is suspended wholesale
+            suspends += len(ran) - seen_running
+            break
+    following = _new_slice(Slice)
+    following.head, following.tape, following.start, following.end = head, tape, start, end
+    following.shares, following.suspends = shares, suspends
+    following.ran, following.reached = tuple(running), walked
+    return following
 
 
 def plan_rotation(origin: float, first: Slice, units: Mapping[Unit, int], gpus: int,
                   resumed: float, loops: bool = True, horizon: int = HORIZON) -> RotationPlan:
     """`first` then the boundary turns after it, until a slice repeats one before it (with
-    `loops`) or the plan holds `horizon` quanta. A key hashes the whole rotation, hundreds
-    of units on a crowded server: once per quantum, and not at all without `loops`."""
+    `loops`) or the plan holds `horizon` quanta.
+
+    A slice's key is its running units, their shares and a part of its rotation that
+    equal rotations share, so a quantum costs its walk, not a pass over the rotation:
+    while no slice has a head, the tape repeats with the rotation's length (each unit
+    appended is the one that many places before it), so the window's first unit says
+    the whole rotation; after that, the ends of the rotation (`_ends`). Slices with the
+    same key are compared unit by unit before the plan loops."""
     slices = [first]
-    seen: dict[tuple, int] = {}  # not `first`: its suspends are a touch's, not a boundary's
+    seen: dict[tuple, list[int]] = {}  # not `first`: its suspends are a touch's
     smallest = min(units.values(), default=0)
+    uniform = smallest == max(units.values(), default=0) > 0
+    ring = not first.head
     while len(slices) < horizon:
-        following = boundary_turn(slices[-1], units, gpus, resumed, smallest)
+        following = boundary_turn(slices[-1], units, gpus, resumed, smallest, uniform)
         if loops:
-            at = seen.setdefault(_key(following), len(slices))
-            if at < len(slices):
-                return RotationPlan(origin, slices, at, loop_suspends=following.suspends)
+            if ring and following.head:  # the tape repeats no more: key every slice anew
+                ring = False
+                seen = {}
+                for j in range(1, len(slices)):
+                    seen.setdefault(_key(slices[j], False), []).append(j)
+            key = _key(following, ring)
+            earlier = seen.get(key)
+            if earlier is None:
+                seen[key] = [len(slices)]
+            else:
+                rotation = following.rotation
+                at = next((j for j in earlier if slices[j].rotation == rotation), None)
+                if at is not None:
+                    return RotationPlan(origin, slices, at, loop_suspends=following.suspends)
+                earlier.append(len(slices))
         slices.append(following)
     return RotationPlan(origin, slices, len(slices) - 1, expires=True)
 
 
-def _key(s: Slice) -> tuple:
-    """The rotation and every unit's share: the units above 0 and their shares say it."""
-    return s.rotation, s.ran, tuple(map(s.shares.__getitem__, s.ran))
+def _key(s: Slice, ring: bool) -> tuple:
+    """What `plan_rotation` compares first: the units that run, their shares and, in a
+    plan whose tape repeats (`ring`), the window's first unit, else `_ends`."""
+    return (s.tape[s.start] if ring else _ends(s), s.ran, tuple(map(s.shares.__getitem__, s.ran)))
+
+
+def _ends(s: Slice) -> tuple[Unit, ...]:
+    """The first and the last `_KEY_UNITS` units of `s.rotation` (all of a short one):
+    equal for equal rotations whatever their heads, and seldom for others (a rotation of
+    equal units turns as a ring: its first unit says the rest)."""
+    head, tape, start, end = s.head, s.tape, s.start, s.end
+    kept = len(head)
+    if kept + end - start <= 2 * _KEY_UNITS:
+        return s.rotation
+    if kept >= _KEY_UNITS:
+        rotation = s.rotation
+        return rotation[:_KEY_UNITS] + rotation[-_KEY_UNITS:]
+    # the tape's window is longer than `_KEY_UNITS`: the back lies in it
+    return head + tuple(tape[start:start + _KEY_UNITS - kept] + tape[end - _KEY_UNITS:end])
+
+
+_KEY_UNITS = 16  # units from each end of a rotation in a slice's key
 
 
 # A share sequence per quantum from the current one: (values, loop), the values from `loop`
@@ -247,19 +350,21 @@ def unit_cycles(plan: RotationPlan, start: float, quantum: float
     `least_share` with them."""
     if plan.cycles is None or plan.cycles[0] != start:
         n, loop = len(plan.slices), plan.loop
+        # each unit's quanta with a share above 0, counted from quantum 1 (quantum 0 is -1)
         runs: dict[Unit, list[int]] = {}
         values: dict[Unit, list[float]] = {}
         least = 1.0
-        for i, s in enumerate(plan.slices):
+        for i, s in enumerate(plan.slices, -1):
             shares = s.shares
             for u in s.ran:
                 share = shares[u]
-                if u in runs:
-                    runs[u].append(i)
-                    values[u].append(share)
-                else:
+                unit_runs = runs.get(u)
+                if unit_runs is None:
                     runs[u] = [i]
                     values[u] = [share]
+                else:
+                    unit_runs.append(i)
+                    values[u].append(share)
                 if share < least:
                     least = share
         plan.least_share = least
@@ -267,23 +372,24 @@ def unit_cycles(plan: RotationPlan, start: float, quantum: float
         # from quantum 1 on: the quanta shift down by one; with no prefix (loop 0) quantum 0
         # moves to the end of the loop
         rest_length, rest_loop = (n - 1, loop - 1) if loop >= 1 else (n, 0)
+        sparse = ShareCycle.sparse
         for unit, unit_runs in runs.items():
             unit_values = values[unit]
-            first = unit_values[0] if unit_runs[0] == 0 else SUSPENDED
-            if unit_values.count(first) == n:  # runs in every quantum at one share
+            if unit_runs[0] >= 0:  # suspended in quantum 0
+                cycles[unit] = (SUSPENDED, sparse(SUSPENDED, start, quantum, rest_length,
+                                                  unit_runs, unit_values, rest_loop))
+                continue
+            first = unit_values[0]
+            if len(unit_values) == n and unit_values.count(first) == n:  # one share throughout
                 cycles[unit] = (first, None)
                 continue
-            if unit_runs[0] == 0:
-                rest_runs = [k - 1 for k in unit_runs[1:]]
-                rest_values = unit_values[1:]
-                if loop == 0:
-                    rest_runs.append(n - 1)
-                    rest_values.append(first)
-            else:
-                rest_runs = [k - 1 for k in unit_runs]
-                rest_values = unit_values
-            cycles[unit] = (first, ShareCycle.sparse(first, start, quantum, rest_length,
-                                                     rest_runs, rest_values, rest_loop))
+            del unit_runs[0]
+            rest_values = unit_values[1:]
+            if loop == 0:
+                unit_runs.append(n - 1)
+                rest_values.append(first)
+            cycles[unit] = (first, sparse(first, start, quantum, rest_length, unit_runs,
+                                          rest_values, rest_loop))
         plan.cycles = (start, cycles)
     return plan.cycles[1]
 
@@ -298,12 +404,28 @@ def unit_sequence(plan: RotationPlan, start: int, unit: Unit) -> ShareSequence:
         return [plan.share(0, unit)] * n, loop
     if not plan.holds(unit):
         return [1.0] * (n - start if start < loop else n - loop), max(0, loop - start)
+    # filled in from the quanta the unit runs in, a few of up to `HORIZON`: a job spread
+    # over servers asks at every re-plan of any of them (issue #16)
+    if plan.runs_of is None:
+        runs_of: dict[Unit, list[tuple[int, float]]] = {}
+        for i, s in enumerate(plan.slices):
+            for u in s.ran:
+                runs_of.setdefault(u, []).append((i, s.shares[u]))
+        plan.runs_of = runs_of
+    runs = plan.runs_of.get(unit, ())
     if start < loop:
-        return [s.shares.get(unit, SUSPENDED) for s in plan.slices[start:]], loop - start
+        values = [SUSPENDED] * (n - start)
+        for i, share in runs:
+            if i >= start:
+                values[i - start] = share
+        return values, loop - start
     period = n - loop
     offset = (start - loop) % period
-    order = [plan.slices[loop + (offset + r) % period] for r in range(period)]
-    return [s.shares.get(unit, SUSPENDED) for s in order], 0
+    tail = [SUSPENDED] * period
+    for i, share in runs:
+        if i >= loop:
+            tail[i - loop] = share
+    return tail[offset:] + tail[:offset], 0
 
 
 def shifted(seq: ShareSequence, by: int) -> ShareSequence:

@@ -231,3 +231,38 @@ def test_quanta_a_long_rotation_is_planned_once_it_repeats_not_every_32_quanta()
     assert {t for t, d in policy.decisions if isinstance(d, SetShare)} == {
         0.0, 120.0, 360.0, 840.0, 1800.0, 3720.0}
     assert {round(w, 6) for w in progress_at(sim, 12_000.0).values()} == {300.0}
+
+
+def test_quanta_a_pack_keeps_the_gpu_its_running_member_had():
+    """1 × 1 GPU, no switch cost: a runs from 0, b waits (suspended). v (vae) arrives at 30
+    and is packed onto a (the 1-GPU unit of lowest utilisation); a vae packs with resnet50
+    at full speed (Table 1 gains: min(2, (0.87 + 5.12) / 2) = 2). The pack takes a's place
+    among the running, so a and v run 30-60 and b waits for the boundary; at 60 the pack,
+    having run, goes to the back and b runs 60-120."""
+    jobs = [JobSpec("a", 0.0, 1, 1000.0, model="resnet50"),
+            JobSpec("b", 0.0, 1, 1000.0, model="resnet50"),
+            JobSpec("v", 30.0, 1, 1000.0, model="vae")]
+    for until, expected in ((60.0, {"a": 60.0, "b": 0.0, "v": 30.0}),
+                            (120.0, {"a": 60.0, "b": 60.0, "v": 30.0})):
+        sim = Simulation(cluster(1, 1), Workload(tuple(jobs)),
+                         create_policy("gandiva", {"switch_overhead": 0.0}),
+                         config=EngineConfig(max_time=until))
+        result = sim.run()
+        assert result.summary["policy_counters"]["packings"] == 1
+        assert {j: round(w, 6) for j, w in progress_at(sim, until).items()} == expected
+
+
+def test_quanta_a_running_job_that_leaves_frees_its_gpu_for_the_next_in_turn():
+    """1 × 2 GPUs, no switch cost, a b c d in launch order; b has 30 s of work. a and b run
+    from 0; b ends at 30 and c, next in the rotation, takes its GPU at once while a keeps
+    running. At 60 the units that ran (a, c) go to the back: d and a run; at 120, c and d.
+    By 150: a 60 + 60, c 30 + 30, d 60 + 30."""
+    jobs = [JobSpec(name, 0.0, 1, 30.0 if name == "b" else 1000.0, model="resnet50")
+            for name in "abcd"]
+    sim = Simulation(cluster(1, 2), Workload(tuple(jobs)),
+                     create_policy("gandiva", {"introspective": False, "switch_overhead": 0.0}),
+                     config=EngineConfig(max_time=150.0))
+    result = sim.run()
+    assert {row["job_id"]: row["end"] for row in result.jobs}["b"] == pytest.approx(30.0)
+    done = progress_at(sim, 150.0)
+    assert {j: round(done[j], 6) for j in "acd"} == {"a": 120.0, "c": 60.0, "d": 90.0}

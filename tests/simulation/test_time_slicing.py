@@ -64,6 +64,18 @@ def test_plan_matches_stepping_every_quantum(server):
     for unit in [*units, "not-planned"]:
         expected = [(s.shares.get(unit, 0.0) if unit in units else 1.0) for s in plan.slices]
         assert unit_sequence(plan, 0, unit) == (expected, plan.loop)
+    # ... and from any later quantum, the slices from there on (looping back past the end)
+    n, loop = len(plan.slices), plan.loop
+    for start in range(1, n + 3):
+        if start < loop:
+            order, rest_loop = plan.slices[start:], loop - start
+        else:
+            offset = (start - loop) % (n - loop)
+            order = [plan.slices[loop + (offset + r) % (n - loop)] for r in range(n - loop)]
+            rest_loop = 0
+        for unit in units:
+            assert unit_sequence(plan, start, unit) == (
+                [s.shares.get(unit, 0.0) for s in order], rest_loop), (start, unit)
 
 
 @settings(max_examples=300, deadline=None)
@@ -155,3 +167,68 @@ def test_a_job_over_two_servers_runs_at_its_slowest_part_quantum_by_quantum():
     # a period of 3 against 2 unrolls to six quanta after a prefix of 2
     assert lowest(([0.9, 0.9, 1.0, 0.0, 0.5], 2), ([0.7, 0.6], 0)) == (
         [0.7, 0.6, 0.7, 0.0, 0.5, 0.6, 0.0, 0.5], 2)
+
+
+def plain_plan(first, units, gpus, resumed, horizon=HORIZON):
+    """`plan_rotation` as first written: a slice's key holds its whole rotation.
+    Returns (loop, slices), loop None for a plan that expires."""
+    slices, seen = [first], {}
+    while len(slices) < horizon:
+        following = boundary_turn(slices[-1], units, gpus, resumed)
+        key = (following.rotation, following.ran,
+               tuple(following.shares[u] for u in following.ran))
+        at = seen.setdefault(key, len(slices))
+        if at < len(slices):
+            return at, len(slices)
+        slices.append(following)
+    return None, len(slices)
+
+
+@st.composite
+def crowded_servers(draw):
+    """8 GPUs over-subscribed by 20-45 units of 1-8 GPUs, all suspended before."""
+    sizes = draw(st.lists(st.sampled_from([1, 1, 2, 3, 4, 8]), min_size=20, max_size=45))
+    return {f"u{i}": size for i, size in enumerate(sizes)}
+
+
+def _loop_of(units, gpus=8):
+    first = turn(list(units), dict.fromkeys(units, 0.0), units, gpus, set(), 0.5)
+    plan = plan_rotation(0.0, first, units, gpus, 0.9)
+    return (None if plan.expires else plan.loop), len(plan.slices), \
+        plain_plan(first, units, gpus, 0.9)
+
+
+@settings(max_examples=200, deadline=None)
+@given(crowded_servers())
+def test_a_plan_loops_where_its_whole_rotation_first_repeats(units):
+    """The key of a slice holds only the ends of its rotation (a ring's walk must not pay
+    for the rest); a plan still loops back to the first slice whose whole rotation, running
+    units and shares are those of the next one."""
+    loop, length, plain = _loop_of(units)
+    assert (loop, length) == plain
+
+
+def test_slices_whose_rotations_differ_only_in_the_middle_do_not_loop():
+    """A server of 35 mixed units: quantum 233 starts with the 16 units quantum 64 starts
+    with and ends with its last 16, and runs the same units at the same shares, but the
+    middles differ; the rotation first repeats at quantum 236, back to quantum 67."""
+    sizes = [2, 4, 1, 3, 4, 2, 8, 8, 3, 1, 1, 4, 1, 1, 1, 1, 1, 2, 1, 3, 2, 1, 1, 8, 3, 2,
+             4, 3, 4, 4, 1, 4, 1, 8, 4]
+    loop, length, plain = _loop_of({f"u{i}": size for i, size in enumerate(sizes)})
+    assert (loop, length) == plain == (67, 236)
+
+
+def test_a_plan_loops_back_to_a_slice_keyed_before_a_unit_was_walked_past():
+    """a and c take 3 of 4 GPUs, b 1. Quantum 0 runs a, b; quantum 1 (c a b) runs c and b,
+    walking past a, which stays in front: quantum 2 is (a c b), running a and b; quantum 3
+    is (c a b) again, running c (resumed, 0.9) and b (kept, 1.0) as quantum 1 did. Slices
+    keyed by the first unit of their tape (no unit walked past yet) are keyed anew once
+    one is, so the plan loops back to quantum 1, swapping out one unit (a) on the way."""
+    units = {"a": 3, "b": 1, "c": 3}
+    first = turn(list(units), dict.fromkeys(units, 0.0), units, 4, set(), 0.5)
+    plan = plan_rotation(0.0, first, units, 4, 0.9)
+    assert [s.rotation for s in plan.slices] == [("a", "b", "c"), ("c", "a", "b"),
+                                                 ("a", "c", "b")]
+    assert [(s.ran, [s.shares[u] for u in s.ran]) for s in plan.slices] == [
+        (("a", "b"), [0.5, 0.5]), (("c", "b"), [0.9, 1.0]), (("a", "b"), [0.9, 1.0])]
+    assert (plan.loop, plan.expires, plan.loop_suspends) == (1, False, 1)
