@@ -175,6 +175,47 @@ def test_sia_learned_predictors_train_online_and_are_deterministic() -> None:
     assert first.jobs == second.jobs
 
 
+def test_learned_predictions_are_made_when_read_as_if_made_at_the_slots_first_call(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A slot's TotalNewLoad is predicted only when a queue's pending jobs leave part of its
+    unused quota to reserve, from what the slot's first call saw (history, model). Reading
+    every slot's prediction at once, as SIA did before, gives the same schedule with more
+    predictions and fits."""
+    from simulation.policies.sia.sia import Sia
+
+    setup = SiaSetup(queues=3, days=2.0)  # 436 slots predicted, 343 read, 1 after its first call
+    w = generate_sia_workload(setup, seed=1)
+    settings_ = {"train_hours": 12.0, "retrain_hours": 6.0}
+    calls = {"predict": 0, "fit": 0}
+    predict, fit = WillJobsArrive.predict, WillJobsArrive.fit
+
+    def counted_predict(self, *args):
+        calls["predict"] += 1
+        return predict(self, *args)
+
+    def counted_fit(self, *args):
+        calls["fit"] += 1
+        return fit(self, *args)
+
+    monkeypatch.setattr(WillJobsArrive, "predict", counted_predict)
+    monkeypatch.setattr(WillJobsArrive, "fit", counted_fit)
+    deferred = run_simulation(sia_cluster(setup), w, "sia", settings=settings_, seed=1)
+    lazy = dict(calls)
+    total_new_load = Sia._total_new_load
+
+    def read_at_once(self, view, quotas):
+        load = total_new_load(self, view, quotas)
+        dict(load)
+        return load
+
+    monkeypatch.setattr(Sia, "_total_new_load", read_at_once)
+    calls.update(predict=0, fit=0)
+    eager = run_simulation(sia_cluster(setup), w, "sia", settings=settings_, seed=1)
+    assert deferred.jobs == eager.jobs
+    assert 0 < lazy["predict"] < calls["predict"]
+    assert 0 < lazy["fit"] <= calls["fit"]
+
+
 def test_sia_random_predictors_run() -> None:
     setup = SiaSetup(queues=4, days=1.0)
     w = generate_sia_workload(setup, seed=2)
@@ -367,3 +408,38 @@ def test_varied_mix_draws_each_queue_from_the_seed():
     assert queue_profiles(SiaSetup(queues=3), seed=4) == [QueueProfile(8)] * 3
     with pytest.raises(ValueError, match="table12' has 4 queues"):
         queue_profiles(SiaSetup(queues=3, queue_mix="table12"))
+
+
+@pytest.mark.parametrize(("policy", "settings_"), [
+    ("sia", {"preemption": True, "train_hours": 12.0}),
+    ("hived", {"preemption": True}),
+    ("maxmin", {}),
+])
+def test_kept_queues_equal_a_pass_over_the_queue(monkeypatch: pytest.MonkeyPatch, policy: str,
+                                                 settings_: dict) -> None:
+    """`PendingByQueue` keeps each queue's waiting jobs from the engine's logs; every round
+    it must give what a pass over the whole queue gives (`QueueUsage.of`), jobs put back in
+    the queue by preemption included (their queue is re-sorted by submit time)."""
+    from simulation.policies.sia.common import PendingByQueue, QueueUsage
+    from simulation.reproductions.sia import preemptible_share
+
+    usage = PendingByQueue.usage
+    rounds = []
+
+    def compared(self, view, quotas):
+        kept = usage(self, view, quotas)
+        fresh = QueueUsage.of(view, quotas)
+        assert kept.allocation == fresh.allocation, view.now
+        assert ({q: [j.job_id for j in jobs] for q, jobs in kept.pending.items()}
+                == {q: [j.job_id for j in jobs] for q, jobs in fresh.pending.items()}), view.now
+        rounds.append(sum(map(len, kept.pending.values())))
+        return kept
+
+    monkeypatch.setattr(PendingByQueue, "usage", compared)
+    setup = SiaSetup(queues=3, days=2.0)
+    w = preemptible_share(generate_sia_workload(setup, seed=1), 0.5, seed=1)
+    result = run_simulation(sia_cluster(setup), w, policy, settings=settings_, seed=1)
+    assert result.summary["finished"] == len(w)
+    assert len(rounds) > 100 and max(rounds) > 10
+    if policy != "maxmin":
+        assert result.summary["preemptions"] > 0

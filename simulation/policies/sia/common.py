@@ -39,6 +39,14 @@ class QueuePolicy(Policy):
 
     layers = ("ordering", "placement")
 
+    def __init__(self, **values: object) -> None:
+        super().__init__(**values)
+        self._pending_by_queue = PendingByQueue()
+
+    def queue_usage(self, view: ClusterView, quotas: Mapping[str, int]) -> QueueUsage:
+        """Each queue's allocation and waiting jobs this round (`QueueUsage.of`)."""
+        return self._pending_by_queue.usage(view, quotas)
+
     def check_inputs(self, cluster: ClusterSpec, workload: Workload) -> None:
         if not queue_quotas(cluster):
             kinds = ", ".join(sorted({pool.kind.value for pool in cluster.pools})) or "none"
@@ -79,6 +87,8 @@ class QueueUsage:
 
     @classmethod
     def of(cls, view: ClusterView, quotas: Mapping[str, int]) -> QueueUsage:
+        """The definition, by a pass over the queue; policies read `PendingByQueue`'s
+        kept copy (tests compare the two)."""
         allocation = dict.fromkeys(quotas, 0)
         pending: dict[str, list[JobView]] = {q: [] for q in quotas}
         for job in view.running.values():
@@ -90,6 +100,57 @@ class QueueUsage:
     def by_share(self, quotas: Mapping[str, int]) -> list[str]:
         """Queues in increasing CurrentAllocation / Quota (SIA Figures 7–8), ties by name."""
         return sorted(quotas, key=lambda q: (self.allocation[q] / max(quotas[q], 1), q))
+
+
+class PendingByQueue:
+    """Each queue's waiting jobs in the engine's queue order, kept across rounds from the
+    engine's queue and allocation logs, so a round's `usage` costs the jobs that came or
+    went, not a pass over the whole queue with a `queue_of` per job (issue #22: thousands
+    wait on Muri's traces, and the queue policies ran a round per arrival and completion).
+
+    The queue is in submit order (`ClusterState.enqueue`): an arrival goes at its queue's
+    end; a job that comes back (preempted) puts its queue back in (submit time, trace
+    order)."""
+
+    def __init__(self) -> None:
+        self._view: ClusterView | None = None
+
+    def _reset(self, view: ClusterView, quotas: Mapping[str, int]) -> None:
+        self._view = view
+        self._queued_mark = self._moved_mark = 0
+        self._jobs: dict[str, dict[str, JobView]] = {q: {} for q in quotas}
+        self._queue_of: dict[str, str] = {}  # every job seen waiting -> its queue
+
+    def usage(self, view: ClusterView, quotas: Mapping[str, int]) -> QueueUsage:
+        """`QueueUsage.of(view, quotas)`, from the kept queues."""
+        if view is not self._view:
+            self._reset(view, quotas)
+        queued, self._queued_mark = view.queued_since(self._queued_mark)
+        moved, self._moved_mark = view.allocations_since(self._moved_mark)
+        waiting = view.queue.keys()
+        jobs, queue_name = self._jobs, self._queue_of
+        resort: set[str] = set()
+        for job_id in queued:
+            if job_id not in waiting:
+                continue  # launched since, as the allocation log says
+            queue = queue_name.get(job_id)
+            if queue is None:
+                queue = queue_name[job_id] = queue_of(view.job(job_id).spec, quotas)
+            elif job_id not in jobs[queue]:
+                resort.add(queue)  # back in the queue: not necessarily at its end
+            jobs[queue][job_id] = view.queue[job_id]
+        for job_id in moved:
+            if job_id not in waiting:
+                queue = queue_name.get(job_id)
+                if queue is not None:
+                    jobs[queue].pop(job_id, None)
+        for queue in sorted(resort):
+            order = sorted(jobs[queue].values(), key=lambda j: (j.spec.submit_time, j.trace_index))
+            jobs[queue] = {job.job_id: job for job in order}
+        allocation = dict.fromkeys(quotas, 0)
+        for job in view.running.values():
+            allocation[queue_of(job.spec, quotas)] += job.gpus
+        return QueueUsage(allocation, {q: list(jobs[q].values()) for q in quotas})
 
 
 def virtual_start_times(jobs: Iterable[JobSpec], quotas: Mapping[str, int]) -> dict[str, float]:

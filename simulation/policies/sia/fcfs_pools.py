@@ -20,7 +20,6 @@ from simulation.policies.base import Param, register
 from simulation.policies.sia.cells import DEDICATED
 from simulation.policies.sia.common import (
     QueuePolicy,
-    QueueUsage,
     place_shared,
     queue_of,
     queue_quotas,
@@ -57,7 +56,7 @@ class FcfsPools(QueuePolicy):
         cells = self._cells
         if cells is not None:
             cells.sync(view)
-        usage = QueueUsage.of(view, quotas)
+        usage = self.queue_usage(view, quotas)
         for queue, pending in usage.pending.items():
             held = [] if cells is None else [
                 j.gpus for j in view.running.values() if queue_of(j.spec, quotas) == queue]

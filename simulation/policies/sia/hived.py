@@ -22,7 +22,7 @@ from simulation.decisions import Decision, Preempt
 from simulation.model import ClusterSpec, Workload
 from simulation.policies.base import Param, register
 from simulation.policies.sia.cells import DEDICATED, OPPORTUNISTIC
-from simulation.policies.sia.common import QueuePolicy, QueueUsage, queue_of, queue_quotas
+from simulation.policies.sia.common import QueuePolicy, queue_of, queue_quotas
 from simulation.policies.sia.locality import CellPlacer, check_cells
 from simulation.view import ClusterView
 
@@ -56,7 +56,7 @@ class HiveD(QueuePolicy):
         cells = self._cells
         cells.sync(view)
         self._dedicated &= set(view.running)
-        usage = QueueUsage.of(view, quotas)
+        usage = self.queue_usage(view, quotas)
         held: dict[str, list[int]] = {q: [] for q in quotas}
         for job_id in self._dedicated:
             job = view.running[job_id]

@@ -15,7 +15,6 @@ from simulation.decisions import Decision
 from simulation.policies.base import register
 from simulation.policies.sia.common import (
     QueuePolicy,
-    QueueUsage,
     idle_gpus,
     place_shared,
     queue_quotas,
@@ -31,7 +30,7 @@ class MaxMinFair(QueuePolicy):
 
     def schedule(self, view: ClusterView) -> Iterator[Decision]:
         quotas = queue_quotas(view.spec)
-        usage = QueueUsage.of(view, quotas)
+        usage = self.queue_usage(view, quotas)
         idle = idle_gpus(view, quotas)
         while idle > 0:
             for queue in usage.by_share(quotas):

@@ -58,7 +58,7 @@ run; jobs are non-preemptive and placed on any free GPUs, their own queue's serv
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 
 import numpy as np
 
@@ -92,6 +92,32 @@ from simulation.state import JobStatus
 from simulation.view import ClusterView, JobView
 
 PREDICTORS = ("learned", "perfect", "random")
+
+
+# WillJobsArrive's training data: each queue's history, first arrival seen, training time
+_Training = tuple[dict[str, PoolHistory], float, float]
+
+
+class _Deferred(Mapping[tuple[str, float], float]):
+    """A mapping computed by `compute` when first read."""
+
+    def __init__(self, compute: Callable[[], dict[tuple[str, float], float]]) -> None:
+        self._compute: Callable[[], dict[tuple[str, float], float]] | None = compute
+        self._values: dict[tuple[str, float], float] = {}
+
+    def _read(self) -> dict[tuple[str, float], float]:
+        if self._compute is not None:
+            self._values, self._compute = self._compute(), None
+        return self._values
+
+    def __getitem__(self, key: tuple[str, float]) -> float:
+        return self._read()[key]
+
+    def __iter__(self) -> Iterator[tuple[str, float]]:
+        return iter(self._read())
+
+    def __len__(self) -> int:
+        return len(self._read())
 
 
 class _ObservedQueue:
@@ -180,12 +206,17 @@ class Sia(QueuePolicy):
         self._observed: dict[str, tuple[_ObservedQueue, int]] = {}  # job -> (queue, row)
         self._queues: dict[str, _ObservedQueue] = {}
         self._running: set[str] = set()
+        self._queued_mark = 0  # of the engine's queue log
         self._durations = JobDurationPredictor(fallback_quantile=self.duration_quantile)
         self._model = WillJobsArrive(self._windows, seed=self.rng.randrange(2**31))
+        # WillJobsArrive's latest training data, until a prediction needs it, and the data
+        # the model was last fitted on
+        self._fit_due: _Training | None = None
+        self._fitted: _Training | None = None
         self._first_seen: float | None = None
         self._next_training = math.inf
         self._prediction_slot: float | None = None
-        self._slot_load: dict[tuple[str, float], float] = {}
+        self._slot_load: Mapping[tuple[str, float], float] = {}
         self._random_bins: dict[str, int] = {}
         self._cells: CellPlacer | None = None
 
@@ -213,12 +244,12 @@ class Sia(QueuePolicy):
         now = view.now
         if not self._queues:
             self._queues = {q: _ObservedQueue() for q in quotas}
-        for job in view.queue.values():
-            if job.job_id not in self._observed:
-                spec = job.spec
+        queued, self._queued_mark = view.queued_since(self._queued_mark)
+        for job_id in queued:  # arrivals in submit order, and jobs back (seen already)
+            if job_id not in self._observed:
+                spec = view.job(job_id).spec
                 columns = self._queues[queue_of(spec, quotas)]
-                self._observed[job.job_id] = (columns,
-                                              columns.add(spec.submit_time, spec.num_gpus))
+                self._observed[job_id] = (columns, columns.add(spec.submit_time, spec.num_gpus))
         for job_id in self._running - view.running.keys():
             job = view.job(job_id)
             if job.status is not JobStatus.DONE:
@@ -233,8 +264,11 @@ class Sia(QueuePolicy):
             self._next_training = (self.history_days * 86400.0 if self.history_days > 0
                                    else now + self.train_hours * 3600.0)
         if now >= self._next_training and self.arrivals == "learned":
-            self._model.fit(self._histories(view, quotas, expected=False),
-                            self._first_seen or 0.0, now)
+            # Trained when a prediction first needs it (`_total_new_load`), on this moment's
+            # history: the same model, and none fitted that the next training replaces
+            # unread (most of them on a trace where nothing is lent for days).
+            self._fit_due = (self._histories(view, quotas, expected=False),
+                             self._first_seen or 0.0, now)
             self._next_training = now + self.retrain_hours * 3600.0
 
     def _histories(self, view: ClusterView, quotas: dict[str, int], *, expected: bool
@@ -270,8 +304,14 @@ class Sia(QueuePolicy):
         return self._durations.predict_bin(job.spec)
 
     def _total_new_load(self, view: ClusterView, quotas: dict[str, int]
-                        ) -> dict[tuple[str, float], float]:
-        """TotalNewLoad(q, w) in GPUs for every queue and window."""
+                        ) -> Mapping[tuple[str, float], float]:
+        """TotalNewLoad(q, w) in GPUs for every queue and window.
+
+        Learned predictions are made when first read: a queue whose pending jobs already
+        fill its unused quota reserves all of it whatever arrives, and then nothing reads
+        them (every round of a single-queue trace with a backlog). What they are made
+        from is taken at the slot's first call, as if made then: that moment's history
+        and the model trained by then (`_fit_due` or `_fitted`)."""
         now = view.now
         load: dict[tuple[str, float], float] = {}
         if self.arrivals == "perfect":
@@ -283,7 +323,8 @@ class Sia(QueuePolicy):
                     load[(queue_of(spec, quotas), minutes)] += spec.num_gpus
             return load
         in_history = now < self.history_days * 86400.0
-        if in_history or (self.arrivals == "learned" and not self._model.trained):
+        untrained = self._fitted is None and self._fit_due is None
+        if in_history or (self.arrivals == "learned" and untrained):
             return {(q, m): math.inf for q in quotas for m in self._windows}
         slot = math.floor(now / SAMPLE_STEP)
         if slot == self._prediction_slot:
@@ -291,16 +332,35 @@ class Sia(QueuePolicy):
         self._prediction_slot = slot
         histories = self._histories(view, quotas, expected=True)
         if self.arrivals == "learned":
-            will_arrive = monotone_in_window(self._model.predict(histories, now))
+            training = self._fit_due if self._fit_due is not None else self._fitted
+            assert training is not None
+            self._slot_load = _Deferred(
+                lambda: self._learned_load(histories, now, training, quotas))
         else:
             will_arrive = {(q, m): self.rng.random() < 0.5 for q in quotas for m in self._windows}
-        for q in quotas:
-            for minutes in self._windows:
-                load[(q, minutes)] = new_load_estimate(
-                    histories[q], now, minutes * 60.0, self.load_windows
-                ) if will_arrive[(q, minutes)] else 0.0
-        self._slot_load = load
-        return load
+            self._slot_load = self._estimated_load(histories, now, will_arrive, quotas)
+        return self._slot_load
+
+    def _learned_load(self, histories: dict[str, PoolHistory], now: float,
+                      training: _Training, quotas: dict[str, int]
+                      ) -> dict[tuple[str, float], float]:
+        """`_estimated_load` where WillJobsArrive, trained on `training`, says jobs come."""
+        if self._fitted is not training:
+            self._model.fit(*training)
+            self._fitted = training
+            if self._fit_due is training:
+                self._fit_due = None
+        will_arrive = monotone_in_window(self._model.predict(histories, now))
+        return self._estimated_load(histories, now, will_arrive, quotas)
+
+    def _estimated_load(self, histories: dict[str, PoolHistory], now: float,
+                        will_arrive: Mapping[tuple[str, float], bool], quotas: dict[str, int]
+                        ) -> dict[tuple[str, float], float]:
+        """NewLoadEstimate per queue and window where jobs will arrive, else 0."""
+        return {(q, minutes): new_load_estimate(histories[q], now, minutes * 60.0,
+                                                self.load_windows)
+                if will_arrive[(q, minutes)] else 0.0
+                for q in quotas for minutes in self._windows}
 
     # -- scheduling -------------------------------------------------------------------------
 
@@ -313,7 +373,7 @@ class Sia(QueuePolicy):
             self._cells.sync(view)
         if not view.queue:
             return
-        usage = QueueUsage.of(view, quotas)
+        usage = self.queue_usage(view, quotas)
         dedicated = dict.fromkeys(quotas, 0)
         for job_id in self._dedicated:
             job = view.running[job_id]
@@ -419,11 +479,15 @@ class Sia(QueuePolicy):
         """Figure 8: bulk reservations per window, then short jobs out of order."""
         new_load = self._total_new_load(view, quotas)
         pending = {q: sum(j.spec.num_gpus for j in usage.pending[q]) for q in quotas}
+        unused = {q: max(0, quotas[q] - dedicated[q]) for q in quotas}
         for minutes in self._windows:
             window = minutes * 60.0
             while idle > 0:
-                amounts = {q: min(pending[q] + new_load[(q, minutes)],
-                                  max(0, quotas[q] - dedicated[q])) for q in quotas}
+                # min(pending + TotalNewLoad, unused quota); pending alone may fill it, and
+                # then the prediction is not read (`_total_new_load`)
+                amounts = {q: unused[q] if pending[q] >= unused[q]
+                           else min(pending[q] + new_load[(q, minutes)], unused[q])
+                           for q in quotas}
                 if self.preemption:
                     recoverable = sum(j.gpus for j in view.running.values()
                                       if self._evictable(view, j.job_id))

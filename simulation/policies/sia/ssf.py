@@ -16,7 +16,6 @@ from simulation.decisions import Decision
 from simulation.policies.base import register
 from simulation.policies.sia.common import (
     QueuePolicy,
-    QueueUsage,
     idle_gpus,
     place_shared,
     queue_quotas,
@@ -37,7 +36,7 @@ class ShortestServiceFirst(QueuePolicy):
 
     def schedule(self, view: ClusterView) -> Iterator[Decision]:
         quotas = queue_quotas(view.spec)
-        usage = QueueUsage.of(view, quotas)
+        usage = self.queue_usage(view, quotas)
         for queue, pending in usage.pending.items():
             for job in sorted(pending, key=service):
                 need = job.spec.num_gpus
