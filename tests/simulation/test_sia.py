@@ -443,3 +443,24 @@ def test_kept_queues_equal_a_pass_over_the_queue(monkeypatch: pytest.MonkeyPatch
     assert len(rounds) > 100 and max(rounds) > 10
     if policy != "maxmin":
         assert result.summary["preemptions"] > 0
+
+
+def test_waiting_jobs_read_as_a_list_less_the_jobs_taken() -> None:
+    from simulation.policies.sia.common import WaitingJobs
+
+    class Waiting:
+        def __init__(self, job_id: str) -> None:
+            self.job_id = job_id
+
+    a, b, c = Waiting("a"), Waiting("b"), Waiting("c")
+    waiting = WaitingJobs({"a": a, "b": b, "c": c})
+    assert waiting.pop(0) is a
+    assert [j.job_id for j in waiting] == ["b", "c"] and len(waiting) == 2
+    assert waiting[-1] is c and waiting[1] is c
+    waiting.remove(c)
+    assert [j.job_id for j in waiting] == ["b"] and waiting[0] is b and bool(waiting)
+    with pytest.raises(ValueError):
+        waiting.remove(a)
+    with pytest.raises(IndexError):
+        waiting[1]
+    assert waiting.pop() is b and not waiting

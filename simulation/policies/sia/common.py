@@ -12,8 +12,9 @@ type, as SIA's setup does.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from itertools import islice
 
 import numpy as np
 
@@ -78,24 +79,64 @@ def place_shared(view: ClusterView, job: JobView, quotas: Mapping[str, int]) -> 
     return Launch(job.job_id, placement) if placement is not None else None
 
 
+class WaitingJobs:
+    """One queue's waiting jobs in order, as a round sees them: the kept queue itself (not a
+    copy: thousands wait on Muri's traces, and a round reads a few heads) less the jobs the
+    round has taken. A list's reads and `remove`/`pop`; a policy stops iterating once it
+    takes a job (every caller does)."""
+
+    __slots__ = ("_jobs", "_taken")
+
+    def __init__(self, jobs: Mapping[str, JobView]) -> None:
+        self._jobs = jobs
+        self._taken: set[str] = set()
+
+    def __iter__(self) -> Iterator[JobView]:
+        taken = self._taken
+        if not taken:
+            return iter(self._jobs.values())
+        return (job for job in self._jobs.values() if job.job_id not in taken)
+
+    def __len__(self) -> int:
+        return len(self._jobs) - len(self._taken)
+
+    def __getitem__(self, index: int) -> JobView:
+        if index < 0:
+            index += len(self)
+        job = next(islice(iter(self), index, None), None) if index >= 0 else None
+        if job is None:
+            raise IndexError(index)
+        return job
+
+    def remove(self, job: JobView) -> None:
+        if job.job_id not in self._jobs or job.job_id in self._taken:
+            raise ValueError(f"{job.job_id} is not waiting")
+        self._taken.add(job.job_id)
+
+    def pop(self, index: int = -1) -> JobView:
+        job = self[index]
+        self._taken.add(job.job_id)
+        return job
+
+
 @dataclass(slots=True)
 class QueueUsage:
     """Per-queue allocation (GPUs of running jobs) and pending jobs in FCFS order."""
 
     allocation: dict[str, int]
-    pending: dict[str, list[JobView]]
+    pending: dict[str, WaitingJobs]
 
     @classmethod
     def of(cls, view: ClusterView, quotas: Mapping[str, int]) -> QueueUsage:
         """The definition, by a pass over the queue; policies read `PendingByQueue`'s
         kept copy (tests compare the two)."""
         allocation = dict.fromkeys(quotas, 0)
-        pending: dict[str, list[JobView]] = {q: [] for q in quotas}
+        pending: dict[str, dict[str, JobView]] = {q: {} for q in quotas}
         for job in view.running.values():
             allocation[queue_of(job.spec, quotas)] += job.gpus
         for job in view.queue.values():
-            pending[queue_of(job.spec, quotas)].append(job)
-        return cls(allocation, pending)
+            pending[queue_of(job.spec, quotas)][job.job_id] = job
+        return cls(allocation, {q: WaitingJobs(jobs) for q, jobs in pending.items()})
 
     def by_share(self, quotas: Mapping[str, int]) -> list[str]:
         """Queues in increasing CurrentAllocation / Quota (SIA Figures 7–8), ties by name."""
@@ -120,6 +161,8 @@ class PendingByQueue:
         self._queued_mark = self._moved_mark = 0
         self._jobs: dict[str, dict[str, JobView]] = {q: {} for q in quotas}
         self._queue_of: dict[str, str] = {}  # every job seen waiting -> its queue
+        self._held: dict[str, tuple[str, int]] = {}  # running job -> (queue, GPUs)
+        self._allocation = dict.fromkeys(quotas, 0)  # GPUs of each queue's running jobs
 
     def usage(self, view: ClusterView, quotas: Mapping[str, int]) -> QueueUsage:
         """`QueueUsage.of(view, quotas)`, from the kept queues."""
@@ -139,18 +182,24 @@ class PendingByQueue:
             elif job_id not in jobs[queue]:
                 resort.add(queue)  # back in the queue: not necessarily at its end
             jobs[queue][job_id] = view.queue[job_id]
+        running, held = view.running, self._held
         for job_id in moved:
             if job_id not in waiting:
                 queue = queue_name.get(job_id)
                 if queue is not None:
                     jobs[queue].pop(job_id, None)
+            old = held.pop(job_id, None)
+            if old is not None:
+                self._allocation[old[0]] -= old[1]
+            job = running.get(job_id)
+            if job is not None:
+                queue = queue_name.get(job_id) or queue_of(job.spec, quotas)
+                held[job_id] = (queue, job.gpus)
+                self._allocation[queue] += job.gpus
         for queue in sorted(resort):
             order = sorted(jobs[queue].values(), key=lambda j: (j.spec.submit_time, j.trace_index))
             jobs[queue] = {job.job_id: job for job in order}
-        allocation = dict.fromkeys(quotas, 0)
-        for job in view.running.values():
-            allocation[queue_of(job.spec, quotas)] += job.gpus
-        return QueueUsage(allocation, {q: list(jobs[q].values()) for q in quotas})
+        return QueueUsage(dict(self._allocation), {q: WaitingJobs(jobs[q]) for q in quotas})
 
 
 def virtual_start_times(jobs: Iterable[JobSpec], quotas: Mapping[str, int]) -> dict[str, float]:

@@ -19,6 +19,10 @@ Choices where Figure 6 leaves room, and why:
   unschedulable when fewer GPUs are free.
 - Future jobs whose VST lies beyond every pending job's VST, or after the longest pending
   job could end, cannot constrain any allocation this round and are not visited.
+- A round without free GPUs returns at once, and a round stops once its launches leave
+  none: the plan is the round's own, so only launches outlive it. A job wider than the
+  free GPUs cannot start, so the plan is not asked whether it fits. (Issue #16: a round at
+  every event, over thousands of waiting jobs on Muri's traces; same decisions.)
 - Durations and remaining times are the true ones (perfect information); rates are taken
   as 1, i.e. one GPU type at the reference speed, as in SIA's setup.
 """
@@ -33,6 +37,7 @@ from simulation.policies.sia.common import (
     QueuePolicy,
     ResourceTimePlan,
     cluster_capacity,
+    idle_gpus,
     place_shared,
     queue_quotas,
     virtual_start_times,
@@ -62,6 +67,9 @@ class SiaVirtualClock(QueuePolicy):
             return
         quotas = queue_quotas(view.spec)
         vst = self._virtual_start(view, quotas)
+        idle = idle_gpus(view, quotas)
+        if idle == 0:
+            return  # the plan is this round's alone: without free GPUs nothing starts
         now = view.now
         plan = ResourceTimePlan(cluster_capacity(view.spec, quotas))
         for job in view.running.values():
@@ -82,11 +90,15 @@ class SiaVirtualClock(QueuePolicy):
             if not is_future:
                 job = view.queue[job_id]
                 spec = job.spec
-                if plan.fits(spec.num_gpus, now, spec.duration):
+                # wider than the free GPUs: no placement, so `fits` cannot matter
+                if spec.num_gpus <= idle and plan.fits(spec.num_gpus, now, spec.duration):
                     launch = place_shared(view, job, quotas)
                     if launch is not None:
                         plan.reserve(spec.num_gpus, now, spec.duration)
                         yield launch
+                        idle -= spec.num_gpus
+                        if idle == 0:
+                            return  # the rest would only reserve in this round's plan
                         continue
             else:
                 spec = specs[job_id]
