@@ -191,6 +191,7 @@ class Gandiva(GandivaPlacement, GandivaTimeSlicing, GandivaPacking, GandivaMigra
         self._pack_candidates: list[tuple[float, str]] = []  # (GPU utilisation, job), sorted
         self._pack_key: dict[str, tuple[float, str]] = {}
         self._pack_idle_at = -1  # `_changes` when packing last found nothing to do
+        self._place_idle_at = -1  # `_changes` when the queue walk last placed nothing
         self._defrag_idle_at = -1  # `_changes` when defragmentation last could move nothing
         # Queued jobs by group, in queue order (a sequence number per entry).
         self._queued: dict[str, tuple[QueueGroup, int]] = {}

@@ -266,3 +266,44 @@ def test_quanta_a_running_job_that_leaves_frees_its_gpu_for_the_next_in_turn():
     assert {row["job_id"]: row["end"] for row in result.jobs}["b"] == pytest.approx(30.0)
     done = progress_at(sim, 150.0)
     assert {j: round(done[j], 6) for j in "acd"} == {"a": 120.0, "c": 60.0, "d": 90.0}
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_queue_walk_that_placed_nothing_is_skipped_only_while_nothing_changed(seed):
+    """Brute force: Gandiva on random arrivals of mixed sizes onto 3 × 4 GPUs, where jobs
+    of 3-4 GPUs wait for servers of their affinity, with the idle walk skipped (as shipped)
+    and with every round walking the queue: the same schedule, and some walks skipped."""
+    import random
+
+    from simulation.metrics import job_digest
+
+    rng = random.Random(seed)
+    models = ("resnet50", "vae", "lstm", "dcgan")
+    jobs = [JobSpec(f"j{i:02d}", round(rng.uniform(0, 3000), 1), rng.choice((1, 1, 2, 3, 4)),
+                    rng.uniform(100, 4000), model=rng.choice(models)) for i in range(40)]
+    jobs.sort(key=lambda j: j.submit_time)
+    runs = []
+    for walk_always in (False, True):
+        policy = create_policy("gandiva", {})
+        walks = [0]
+        sync = policy._sync_queue
+
+        def counted(view, sync=sync, walks=walks):
+            walks[0] += 1
+            sync(view)
+
+        policy._sync_queue = counted
+        if walk_always:
+            schedule = policy.schedule
+
+            def always(view, schedule=schedule, policy=policy):
+                policy._place_idle_at = -1
+                return schedule(view)
+
+            policy.schedule = always
+        result = Simulation(cluster(3, 4), Workload(tuple(jobs)), policy,
+                            config=EngineConfig(migration_pause=1.0)).run()
+        runs.append((job_digest(result.jobs), walks[0]))
+    (skipping, fewer), (walking, every) = runs
+    assert skipping == walking
+    assert fewer < every
