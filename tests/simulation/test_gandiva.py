@@ -307,3 +307,19 @@ def test_a_queue_walk_that_placed_nothing_is_skipped_only_while_nothing_changed(
     (skipping, fewer), (walking, every) = runs
     assert skipping == walking
     assert fewer < every
+
+
+def test_quanta_a_multi_gpu_job_on_a_server_of_mixed_sizes_is_slowed_by_locality():
+    """1 × 4 GPUs, no switch cost: a (VGG16, 2 GPUs, keeps 60 % of its speed on a server of
+    mixed sizes), b (1 GPU) and c (2 GPUs, over-subscribing the server of its affinity), all
+    ResNet-50 but a. The rotation a b | c a | b c repeats every three quanta; a runs in two
+    of them at 0.6: by 180 s a has done 72 s of work, b and c 120 s each."""
+    jobs = [JobSpec("a", 0.0, 2, 1000.0, model="vgg16"),
+            JobSpec("b", 0.0, 1, 1000.0, model="resnet50"),
+            JobSpec("c", 0.0, 2, 1000.0, model="resnet50")]
+    sim = Simulation(cluster(1, 4), Workload(tuple(jobs)),
+                     create_policy("gandiva", {"introspective": False, "switch_overhead": 0.0}),
+                     config=EngineConfig(max_time=180.0))
+    sim.run()
+    assert {j: round(w, 6) for j, w in progress_at(sim, 180.0).items()} == {
+        "a": 72.0, "b": 120.0, "c": 120.0}
