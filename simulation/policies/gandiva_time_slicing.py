@@ -215,7 +215,7 @@ class GandivaTimeSlicing:
                                      self.time_slice)
             # A job already suspended that stays suspended in the whole of its server's
             # fresh plan keeps its share: most members of a crowded server (issue #22).
-            runners = self._runners(fresh[sid])
+            runners = self._runners(fresh[sid], members)
             jobs.update(members.keys() - self._suspended)
             jobs.update(runners.intersection(members))
             self._let_rest(view.now, members, runners, jobs)
@@ -267,9 +267,13 @@ class GandivaTimeSlicing:
                 suspended.add(job_id)
                 jobs.discard(job_id)
 
-    def _runners(self, cycles: dict[Unit, tuple[float, ShareCycle | None]]) -> set[str]:
+    def _runners(self, cycles: dict[Unit, tuple[float, ShareCycle | None]],
+                 members: dict[str, int]) -> set[str]:
         """The jobs whose unit has a share above 0 in some quantum of a plan, from its
-        units' cycles (`unit_cycles` lists exactly those units)."""
+        units' cycles (`unit_cycles` lists exactly those units); a server's `members`
+        in no pack are their own units, its units the jobs (most servers)."""
+        if self._pack_of.keys().isdisjoint(members):
+            return set(cycles)  # type: ignore[arg-type]  # every unit is a job id
         runners: set[str] = set()
         for unit in cycles:
             if isinstance(unit, tuple):

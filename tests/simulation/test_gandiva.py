@@ -323,3 +323,16 @@ def test_quanta_a_multi_gpu_job_on_a_server_of_mixed_sizes_is_slowed_by_locality
     sim.run()
     assert {j: round(w, 6) for j, w in progress_at(sim, 180.0).items()} == {
         "a": 72.0, "b": 120.0, "c": 120.0}
+
+
+def test_the_runners_of_a_plan_are_its_jobs_and_the_members_of_its_packs():
+    """A fresh plan's running units: a job, and a pack of b and v on this server, so the
+    jobs that run are a, b and v; on a server in no pack the units are the jobs."""
+    from simulation.policies.gandiva_index import Pack
+
+    policy = create_policy("gandiva", {})
+    policy._packs[0] = Pack("s", ["b", "v"], 0.0)
+    policy._pack_of.update({"b": 0, "v": 0})
+    cycles = {"a": (1.0, None), ("pack", 0): (1.0, None)}
+    assert policy._runners(cycles, {"a": 1, "b": 1, "v": 1, "c": 1}) == {"a", "b", "v"}
+    assert policy._runners({"a": (1.0, None)}, {"a": 1, "c": 1}) == {"a"}
