@@ -336,3 +336,38 @@ def test_the_runners_of_a_plan_are_its_jobs_and_the_members_of_its_packs():
     cycles = {"a": (1.0, None), ("pack", 0): (1.0, None)}
     assert policy._runners(cycles, {"a": 1, "b": 1, "v": 1, "c": 1}) == {"a", "b", "v"}
     assert policy._runners({"a": (1.0, None)}, {"a": 1, "c": 1}) == {"a"}
+
+
+def test_a_queue_walk_that_launched_is_walked_again_at_the_next_round():
+    """A launch may make an earlier job placeable (with several pools, a job of any GPU
+    type can give an empty server the affinity a job of one type lacked on k servers):
+    here x, queued first, is stubbed unplaceable until y runs. 1 × 2 GPUs kept busy by a
+    and b, so quantum boundaries bring rounds that change nothing: x launches at the first
+    of them (60 s), as with a walk every round, not when a job ends."""
+    jobs = [JobSpec("a", 0.0, 1, 500.0, model="resnet50"),
+            JobSpec("b", 0.0, 1, 500.0, model="resnet50"),
+            JobSpec("x", 10.0, 1, 500.0, model="resnet50"),
+            JobSpec("y", 10.0, 1, 500.0, model="resnet50")]
+    starts = []
+    for walk_always in (False, True):
+        policy = create_policy("gandiva", {"introspective": False})
+        get_node = policy._get_node
+
+        def stubbed(view, job, get_node=get_node):
+            if job.job_id == "x" and "y" not in view.running:
+                return None, False
+            return get_node(view, job)
+
+        policy._get_node = stubbed
+        if walk_always:
+            schedule = policy.schedule
+
+            def always(view, schedule=schedule, policy=policy):
+                policy._place_idle_at = -1
+                return schedule(view)
+
+            policy.schedule = always
+        result = Simulation(cluster(1, 2), Workload(tuple(jobs)), policy).run()
+        starts.append({row["job_id"]: row["start"] for row in result.jobs})
+    assert starts[0] == starts[1]
+    assert starts[0]["x"] == pytest.approx(60.0)
