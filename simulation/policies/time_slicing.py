@@ -80,11 +80,7 @@ class RotationPlan:
     # suspends at the boundary back into `slices[loop]` from the last slice (entering it
     # from the slice before it may swap out other units)
     loop_suspends: int = 0
-    # the shares in slices[0], slices[1], ... of each unit that runs in one of them: built
-    # at the first `unit_sequence` from quantum 0, which the jobs of a freshly planned
-    # server ask for
-    columns: dict[Unit, list[float]] | None = None
-    # the quanta (and shares) in which each unit runs, once `unit_sequence` asks past 0
+    # the quanta (and shares) in which each unit runs, once `unit_sequence` asks
     runs_of: dict[Unit, list[tuple[int, float]]] | None = None
     members: frozenset[Unit] | None = None  # the units of the rotation, once asked for
     least_share: float = 1.0  # the lowest share above 0 in the plan, once `unit_cycles` ran
@@ -342,19 +338,6 @@ _KEY_UNITS = 16  # units from each end of a rotation in a slice's key
 ShareSequence = tuple[list[float], int]
 
 
-def plan_columns(plan: RotationPlan) -> dict[Unit, list[float]]:
-    """The shares in slices[0], slices[1], ... of each unit that runs in one of them."""
-    if plan.columns is None:  # from the listed shares only: a few units per slice
-        n = len(plan.slices)
-        columns: dict[Unit, list[float]] = {
-            u: [SUSPENDED] * n for u in set().union(*(s.ran for s in plan.slices))}
-        for i, s in enumerate(plan.slices):
-            for u in s.ran:
-                columns[u][i] = s.shares[u]
-        plan.columns = columns
-    return plan.columns
-
-
 def unit_cycles(plan: RotationPlan, start: float, quantum: float
                 ) -> dict[Unit, tuple[float, ShareCycle | None]]:
     """For each unit that runs in `plan`: its share in quantum 0 and, unless that share
@@ -411,15 +394,11 @@ def unit_cycles(plan: RotationPlan, start: float, quantum: float
 def unit_sequence(plan: RotationPlan, start: int, unit: Unit) -> ShareSequence:
     """`unit`'s shares in `plan` from quantum `start` on."""
     n, loop = len(plan.slices), plan.loop
-    if start == 0:  # the same as below, for every unit that runs at once
-        column = plan_columns(plan).get(unit)
-        if column is not None:
-            return list(column), loop
-        return [plan.share(0, unit)] * n, loop
     if not plan.holds(unit):
         return [1.0] * (n - start if start < loop else n - loop), max(0, loop - start)
     # filled in from the quanta the unit runs in, a few of up to `HORIZON`: a job spread
-    # over servers asks at every re-plan of any of them (issue #16)
+    # over servers or packed asks at every re-plan of any of its servers, and a dense
+    # column per unit of a crowded server would cost them all (issue #16)
     if plan.runs_of is None:
         runs_of: dict[Unit, list[tuple[int, float]]] = {}
         for i, s in enumerate(plan.slices):
