@@ -87,6 +87,7 @@ from simulation.policies.gandiva_packing import GandivaPacking
 from simulation.policies.gandiva_placement import GandivaPlacement, QueueGroup
 from simulation.policies.gandiva_time_slicing import GandivaTimeSlicing
 from simulation.policies.time_slicing import RotationPlan
+from simulation.share_cycle import ShareCycle
 from simulation.view import ClusterView
 
 
@@ -158,7 +159,7 @@ class Gandiva(GandivaPlacement, GandivaTimeSlicing, GandivaPacking, GandivaMigra
         self._cycled: set[str] = set()  # jobs whose share follows a `ShareCycle`
         self._suspended: set[str] = set()  # jobs told a plain share of 0 (no cycle), or
         # whose cycle suspended them for good (`_let_rest`)
-        self._quiet_from: dict[str, float] = {}  # cycled job -> its `silent_from`
+        self._cycle_of: dict[str, ShareCycle] = {}  # cycled job -> its cycle
         self._mixed: dict[str, bool] = {}  # server -> hosts jobs of several sizes
         self._placid: dict[str, bool] = {}  # model -> insensitive to locality
         self._expiring: list[tuple[float, str]] = []  # (expiry, server) of expiring plans
@@ -187,10 +188,12 @@ class Gandiva(GandivaPlacement, GandivaTimeSlicing, GandivaPacking, GandivaMigra
         self._model_of: dict[str, str] = {}
         self._gpu_util: dict[str, float] = {}
         self._spread: set[str] = set()  # more than one slot
+        self._wide: set[str] = set()  # more than one GPU, of a model sensitive to locality
         self._grown: set[str] = set()  # more GPUs than asked for
         self._pack_candidates: list[tuple[float, str]] = []  # (GPU utilisation, job), sorted
         self._pack_key: dict[str, tuple[float, str]] = {}
         self._pack_idle_at = -1  # `_changes` when packing last found nothing to do
+        self._place_idle_at = -1  # `_changes` when the queue walk last placed nothing
         self._defrag_idle_at = -1  # `_changes` when defragmentation last could move nothing
         # Queued jobs by group, in queue order (a sequence number per entry).
         self._queued: dict[str, tuple[QueueGroup, int]] = {}
@@ -280,9 +283,10 @@ class Gandiva(GandivaPlacement, GandivaTimeSlicing, GandivaPacking, GandivaMigra
                 self._departed = True
                 self._cycled.discard(job_id)
                 self._suspended.discard(job_id)
-                self._quiet_from.pop(job_id, None)
+                self._cycle_of.pop(job_id, None)
                 del self._rank[job_id], self._model_of[job_id], self._gpu_util[job_id]
             self._spread.discard(job_id)
+            self._wide.discard(job_id)
             self._grown.discard(job_id)
             self._set_pack_candidate(job_id, None)
             return
@@ -296,6 +300,10 @@ class Gandiva(GandivaPlacement, GandivaTimeSlicing, GandivaPacking, GandivaMigra
             self._spread.add(job_id)
         else:
             self._spread.discard(job_id)
+        if job.gpus > 1 and not self._placid_model(job.spec.model):
+            self._wide.add(job_id)
+        else:
+            self._wide.discard(job_id)
         if job.gpus > job.spec.num_gpus:
             self._grown.add(job_id)
         else:

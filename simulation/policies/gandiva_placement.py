@@ -83,10 +83,19 @@ class GandivaPlacement:
 
     def _place_queue(self, view: ClusterView) -> Iterator[Decision]:
         """Algorithm 1 for each queued job in queue order, skipping groups that surely wait
-        (re-judged after every decision: a launch can set an affinity, a shrink free GPUs)."""
+        (re-judged after every decision: a launch can set an affinity, a shrink free GPUs).
+
+        A walk that decided nothing decides nothing again until a server changes (`_mark`
+        counts every change of free GPUs, loads, packs or affinities) or a job joins the
+        queue: most rounds of a crowded trace are quantum boundaries that change neither
+        (issue #16: a walk per boundary was ~7 % of Gandiva on muri_trace2)."""
         if not self._queued and not view.queue:
             return  # nothing waits, and nothing arrived since the last round
+        if (self._place_idle_at == self._changes
+                and view.queued_since(self._queue_mark)[1] == self._queue_mark):
+            return
         self._sync_queue(view)
+        decided = False
         after = -1
         while (seq := self._next_hopeful(view, after)) is not None:
             after = seq
@@ -95,7 +104,7 @@ class GandivaPlacement:
             if (placement is None or oversubscribed) and self.introspective and self.grow_shrink:
                 shrunk = False
                 for decision in self._shrink_for(view, job):
-                    shrunk = True
+                    shrunk = decided = True
                     yield decision
                 if shrunk:
                     placement, oversubscribed = self._get_node(view, job)
@@ -105,7 +114,10 @@ class GandivaPlacement:
                 self._set_affinity(view, slot.server, job.spec.num_gpus)
             self._counts["oversubscribed_launches"] += oversubscribed
             self._launched(job.job_id)
+            decided = True
             yield Launch(job.job_id, placement)
+        if not decided:
+            self._place_idle_at = self._changes
 
     def _candidate_info(self, view: ClusterView, spec: JobSpec) -> Candidates:
         """The job's candidate servers, the same for every job of its pool and GPU type

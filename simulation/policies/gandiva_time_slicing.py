@@ -62,17 +62,14 @@ class GandivaTimeSlicing:
             return info.intra_server_locality
         return 1.0
 
-    def _locality_free(self, view: ClusterView, job_id: str) -> bool:
-        """Whether locality leaves a job on one server at full speed (`_locality` is 1.0):
-        always for a model insensitive to it (asked per model), else unless it has more
-        than one GPU on a server of mixed sizes."""
-        model = self._model_of[job_id]
+    def _placid_model(self, model: str) -> bool:
+        """Whether a model is insensitive to where its GPUs are (asked per model)."""
         free = self._placid.get(model)
         if free is None:
             info = model_info(model)
             free = self._placid[model] = (
                 info.inter_server_locality == info.intra_server_locality == 1.0)
-        return free or view.job(job_id).gpus == 1 or self._locality(view, view.job(job_id)) == 1.0
+        return free
 
     def _mixed_sizes(self, view: ClusterView, sid: str) -> bool:
         """Whether server `sid` hosts jobs of more than one size; kept until its jobs
@@ -218,7 +215,7 @@ class GandivaTimeSlicing:
                                      self.time_slice)
             # A job already suspended that stays suspended in the whole of its server's
             # fresh plan keeps its share: most members of a crowded server (issue #22).
-            runners = self._runners(fresh[sid])
+            runners = self._runners(fresh[sid], members)
             jobs.update(members.keys() - self._suspended)
             jobs.update(runners.intersection(members))
             self._let_rest(view.now, members, runners, jobs)
@@ -262,17 +259,21 @@ class GandivaTimeSlicing:
         The engine's arithmetic is the same to the bit: past its last run a cycle whose
         loop never runs adds exactly 0.0, so the settle that telling would make subtracts
         the same work a later settle does, and the job gets no completion either way."""
-        quiet, cycled, suspended = self._quiet_from, self._cycled, self._suspended
+        cycle_of, cycled, suspended = self._cycle_of, self._cycled, self._suspended
         for job_id in cycled.intersection(members) - runners:
-            if (quiet[job_id] <= now and len(self._where[job_id]) == 1
+            if (cycle_of[job_id].silent_from() <= now and len(self._where[job_id]) == 1
                     and job_id not in self._pack_of):
                 cycled.discard(job_id)
                 suspended.add(job_id)
                 jobs.discard(job_id)
 
-    def _runners(self, cycles: dict[Unit, tuple[float, ShareCycle | None]]) -> set[str]:
+    def _runners(self, cycles: dict[Unit, tuple[float, ShareCycle | None]],
+                 members: dict[str, int]) -> set[str]:
         """The jobs whose unit has a share above 0 in some quantum of a plan, from its
-        units' cycles (`unit_cycles` lists exactly those units)."""
+        units' cycles (`unit_cycles` lists exactly those units); a server's `members`
+        in no pack are their own units, its units the jobs (most servers)."""
+        if self._pack_of.keys().isdisjoint(members):
+            return set(cycles)  # type: ignore[arg-type]  # every unit is a job id
         runners: set[str] = set()
         for unit in cycles:
             if isinstance(unit, tuple):
@@ -298,9 +299,8 @@ class GandivaTimeSlicing:
         throughout, whatever slows it; one that runs takes its unit's cycle as it is
         unless locality slows it. That is most members of a re-planned server, so their
         path is written out here (millions of them on muri_trace2, issue #16)."""
-        where_of, pack_of, plans = self._where, self._pack_of, self._plans
-        cycled, suspended, quiet_from = self._cycled, self._suspended, self._quiet_from
-        locality_free = self._locality_free
+        where_of, pack_of, plans, wide = self._where, self._pack_of, self._plans, self._wide
+        cycled, suspended, cycle_of = self._cycled, self._suspended, self._cycle_of
         for job_id in jobs:
             where = where_of[job_id]
             if len(where) == 1 and job_id not in pack_of:
@@ -314,7 +314,8 @@ class GandivaTimeSlicing:
                                 yield decision
                             continue
                     elif (plans[where[0]].least_share >= MIN_SHARE
-                          and locality_free(view, job_id)):
+                          and (job_id not in wide or self._locality(view, view.job(job_id))
+                               == 1.0)):
                         first, cycle = entry
                         if cycle is None:
                             decision = self._plain_share(view, job_id, first)
@@ -323,7 +324,7 @@ class GandivaTimeSlicing:
                             continue
                         cycled.add(job_id)
                         suspended.discard(job_id)
-                        quiet_from[job_id] = cycle.silent_from()
+                        cycle_of[job_id] = cycle
                         yield SetShare(job_id, first, cycle)
                         continue
             decision = self._sequence_share(view, job_id)
@@ -353,7 +354,7 @@ class GandivaTimeSlicing:
         self._suspended.discard(job_id)
         cycle = ShareCycle(first, self._quantum_start + self.time_slice, self.time_slice,
                            tuple(rest), rest_loop)
-        self._quiet_from[job_id] = cycle.silent_from()
+        self._cycle_of[job_id] = cycle
         return SetShare(job_id, first, cycle)
 
     def _plain_share(self, view: ClusterView, job_id: str, share: float) -> SetShare | None:

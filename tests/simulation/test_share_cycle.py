@@ -275,3 +275,20 @@ def test_integral_stops_at_silent_from_to_the_bit(values, data):
         end = start + (runs[-1] + 1) * quantum
         assert quiet == pytest.approx(end, abs=1e-4 * quantum)
         assert cycle.integral(end - 1e-3 * quantum, end) > 0
+
+
+@settings(max_examples=400, deadline=None, derandomize=True)
+@given(st.data())
+def test_problem_answers_as_its_checks_one_at_a_time(data):
+    """`problem`'s all-at-once test agrees with `_diagnosis` (each condition in turn) on
+    cycles broken in every way: a sound cycle passes, and no broken one slips through."""
+    share = st.sampled_from((0.0, 0.5, 1.0, -0.1, 1.5, math.nan))
+    length = data.draw(st.integers(0, 4))
+    runs = data.draw(st.lists(st.integers(-1, 5), max_size=4))
+    if data.draw(st.booleans()):
+        runs = sorted(set(r for r in runs if 0 <= r < length))
+    values = [data.draw(share) for _ in runs]
+    cycle = ShareCycle.sparse(data.draw(share), data.draw(st.sampled_from((4.0, 5.0, 6.0))),
+                              data.draw(st.sampled_from((60.0, 0.0, -1.0, math.inf, math.nan))),
+                              length, runs, values, data.draw(st.integers(-1, 5)))
+    assert cycle.problem(5.0) == cycle._diagnosis(5.0)

@@ -232,3 +232,31 @@ def test_a_plan_loops_back_to_a_slice_keyed_before_a_unit_was_walked_past():
     assert [(s.ran, [s.shares[u] for u in s.ran]) for s in plan.slices] == [
         (("a", "b"), [0.5, 0.5]), (("c", "b"), [0.9, 1.0]), (("a", "b"), [0.9, 1.0])]
     assert (plan.loop, plan.expires, plan.loop_suspends) == (1, False, 1)
+
+
+@settings(max_examples=150, deadline=None, derandomize=True)
+@given(st.sampled_from([1, 2, 4, 8]), st.integers(2, 70), st.data())
+def test_a_ring_of_units_of_one_size_turns_as_the_walk_does(size, count, data):
+    """`plan_rotation`'s ring step (units of one size, none walked past) against stepping
+    `boundary_turn`, which walks every quantum: the same slices quantum by quantum (tape
+    windows, running units, shares, swaps) and the same loop, from a touch that keeps
+    some units running (their share 1.0, not the resumed 0.9, until they go to the back)."""
+    units = {f"u{i:02d}": size for i in range(count)}
+    old = {u: data.draw(st.sampled_from([0.0, 1.0])) for u in units}
+    running, free = set(), 8
+    for u in units:
+        if old[u] > 0 and size <= free:
+            running.add(u)
+            free -= size
+        else:
+            old[u] = 0.0
+    first = turn(list(units), old, units, 8, running, 0.5)
+    plan = plan_rotation(0.0, first, units, 8, 0.9)
+    current = first
+    for k in range(1, len(plan.slices)):
+        current = boundary_turn(current, units, 8, 0.9)
+        got = plan.slices[k]
+        assert (got.rotation, got.ran, got.shares, got.suspends, got.reached) == (
+            current.rotation, current.ran, current.shares, current.suspends, current.reached), k
+    loop, length = plain_plan(first, units, 8, 0.9)
+    assert ((None if plan.expires else plan.loop), len(plan.slices)) == (loop, length)
