@@ -4,7 +4,8 @@ Mixed into `simulation.policies.gandiva.Gandiva`, which keeps the packs and thei
 Only during overload, 1-GPU jobs below `pack_max_util` are packed, lowest GPU utilisation
 first, onto the GPU of their server with the lowest utilisation whose memory fits; after a
 quantum a packing is kept if its measured progress beats time-slicing, else undone and its
-model combination not tried again.
+model combination not tried again. A job spread over servers never hosts a pack (our
+reading of "packs jobs on a GPU": it has no GPU of its own), so a job is in one pack at most.
 """
 
 from __future__ import annotations
