@@ -37,6 +37,17 @@ def simulate(jobs, servers=1, gpus=4, **params):
     return result, policy
 
 
+def walk_every_round(policy) -> None:
+    """Make `policy` walk its queue at every round, as before walks were skipped."""
+    schedule = policy.schedule
+
+    def always(view):
+        policy._place_idle_at = -1
+        return schedule(view)
+
+    policy.schedule = always
+
+
 def jcts(result):
     return {row["job_id"]: row["jct"] for row in result.jobs}
 
@@ -294,13 +305,7 @@ def test_a_queue_walk_that_placed_nothing_is_skipped_only_while_nothing_changed(
 
         policy._sync_queue = counted
         if walk_always:
-            schedule = policy.schedule
-
-            def always(view, schedule=schedule, policy=policy):
-                policy._place_idle_at = -1
-                return schedule(view)
-
-            policy.schedule = always
+            walk_every_round(policy)
         result = Simulation(cluster(3, 4), Workload(tuple(jobs)), policy,
                             config=EngineConfig(migration_pause=1.0)).run()
         runs.append((job_digest(result.jobs), walks[0]))
@@ -360,13 +365,7 @@ def test_a_queue_walk_that_launched_is_walked_again_at_the_next_round():
 
         policy._get_node = stubbed
         if walk_always:
-            schedule = policy.schedule
-
-            def always(view, schedule=schedule, policy=policy):
-                policy._place_idle_at = -1
-                return schedule(view)
-
-            policy.schedule = always
+            walk_every_round(policy)
         result = Simulation(cluster(1, 2), Workload(tuple(jobs)), policy).run()
         starts.append({row["job_id"]: row["start"] for row in result.jobs})
     assert starts[0] == starts[1]
