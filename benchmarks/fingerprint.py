@@ -20,7 +20,10 @@ process, as the CLI, a worker and the tests each draw their own seed
 default can still be checked against the lines saved when it was.
 
 Cases: the Muri traces 1-4 on their 8 × 8 spec, the Tiresias 60-job trace on its 16 × 4 spec,
-and the first 3,000 Philly jobs on 60 × 8 GPUs (contended).
+the first 3,000 Philly jobs on 60 × 8 GPUs (contended), and `sia0`, the SIA headline's
+experiment 0 (four queues with quotas, 21 days of closed-loop history + 3 evaluated) for the
+queue policies (`--policies sia,sia-vc,fcfs-pools,maxmin,ssf,gssf`; not in the default
+cases, as the other policies ignore quotas).
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ from simulation.workloads import load_cluster_spec, load_trace  # noqa: E402
 POLICIES = ("fifo", "sjf", "srtf", "srsf", "tiresias", "elastic-tiresias", "themis", "antman",
             "gandiva", "muri-s", "muri-l")
 CASES = ("muri1", "muri2", "muri3", "muri4", "tiresias60", "philly3k")
+OTHER_CASES = ("sia0",)
 
 
 def load_case(name: str) -> tuple[ClusterSpec, Workload]:
@@ -57,7 +61,13 @@ def load_case(name: str) -> tuple[ClusterSpec, Workload]:
         cluster = ClusterSpec("60x8", {"V100": GpuType("V100", 1.0, 32.0)},
                               (PoolSpec("training", PoolKind.TRAINING, "V100", 60, 8),))
         return cluster, Workload(tuple(trace.jobs[:3000]), source="philly[:3000]")
-    raise SystemExit(f"unknown case {name!r}; choose from {', '.join(CASES)}")
+    if name == "sia0":
+        from simulation.reproductions.sia import EVALUATED_DAYS, HISTORY_DAYS, setup
+        from simulation.workloads.sia import generate_sia_workload, sia_cluster
+
+        spec = setup(HISTORY_DAYS + EVALUATED_DAYS)
+        return sia_cluster(spec, 0), generate_sia_workload(spec, seed=0)
+    raise SystemExit(f"unknown case {name!r}; choose from {', '.join(CASES + OTHER_CASES)}")
 
 
 def fingerprint_line(case: str, policy: str, cluster: ClusterSpec, workload: Workload,
