@@ -33,6 +33,7 @@ class FcfsPools(QueuePolicy):
     name = "fcfs-pools"
     description = "FCFS inside each quota pool, no sharing between pools (SIA's reference)."
     paper = "SIA §4.1 (FCFS baseline)"
+    interval = None  # decides only at events: a round without one starts nothing
     params = (
         Param("locality", str, "none",
               "cells: each job on one server in a buddy cell of its width (SIA §5.5)",

@@ -27,6 +27,7 @@ class MaxMinFair(QueuePolicy):
     name = "maxmin"
     description = "Instantaneous max-min fair sharing of idle GPUs between quota pools."
     paper = "SIA §4.1 (MMFS)"
+    interval = None  # decides only at events: a round without one starts nothing
 
     def schedule(self, view: ClusterView) -> Iterator[Decision]:
         quotas = queue_quotas(view.spec)
