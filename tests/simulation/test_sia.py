@@ -85,6 +85,45 @@ def test_resource_time_plan_peak_over_interval() -> None:
     assert plan.fits(2, 0, 10) and not plan.fits(3, 0, 10)
 
 
+@pytest.mark.parametrize("seed", range(20))
+def test_plan_checks_from_its_origin_equal_the_peak_over_the_interval(seed: int) -> None:
+    """`fits` from the origin reads the first moment the plan is full (kept between
+    reservations that start after it); it must answer as MaxReservation does, while
+    reservations (at the origin, later, of zero length, tied) arrive between checks."""
+    rng = np.random.default_rng(seed)
+    origin = 100.0
+    plan = ResourceTimePlan(8, origin=origin)
+    for _ in range(60):
+        if rng.random() < 0.6:
+            start = origin if rng.random() < 0.3 else origin + float(rng.choice([0, 5, 10, 40]))
+            plan.reserve(int(rng.integers(1, 4)), start + float(rng.integers(0, 3)) * 5,
+                         float(rng.choice([0.0, 5.0, 10.0, 25.0, 60.0])))
+        gpus, duration = int(rng.integers(1, 9)), float(rng.choice([0.0, 5.0, 12.0, 30.0, 200.0]))
+        expected = plan.max_reservation(origin, duration) + gpus <= plan.capacity
+        assert plan.fits(gpus, origin, duration) == expected, (gpus, duration)
+        assert plan.held_at_origin == plan.max_reservation(origin, 0.0)
+    with pytest.raises(ValueError, match="before the plan's origin"):
+        plan.reserve(1, origin - 1, 10)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_sia_vc_decides_as_with_the_plans_definition(monkeypatch: pytest.MonkeyPatch,
+                                                     seed: int) -> None:
+    """sia-vc's plan checks read the first full moment and a round stops once the plan is
+    full at now (issue #16); with every check a MaxReservation and no early stop, every job
+    must start and end at the same times."""
+    setup = SiaSetup(queues=3, days=2.0, load_range=(1.2, 1.6))
+    w = generate_sia_workload(setup, seed=seed)
+    fast = run_simulation(sia_cluster(setup), w, "sia-vc", seed=seed).jobs
+    monkeypatch.setattr(ResourceTimePlan, "fits", lambda plan, gpus, start, duration:
+                        plan.max_reservation(start, duration) + gpus <= plan.capacity)
+    monkeypatch.setattr(ResourceTimePlan, "full_at_origin", property(lambda plan: False))
+    slow = run_simulation(sia_cluster(setup), w, "sia-vc", seed=seed).jobs
+    assert [(r["job_id"], r["start"], r["end"]) for r in fast] == [
+        (r["job_id"], r["start"], r["end"]) for r in slow]
+    assert sum(r["start"] > r["submit"] for r in fast) > len(w) // 3  # jobs wait: plans matter
+
+
 def test_sia_lends_idle_quota_when_no_job_will_arrive() -> None:
     w = workload(job("a", "q1", 0, 4, 30), job("b", "q1", 0, 4, 30), job("x", "q2", 7200, 4, 10))
     result = run_simulation(cluster(), w, "sia", settings=PERFECT)

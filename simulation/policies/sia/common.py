@@ -241,22 +241,44 @@ class ResourceTimePlan:
     """SIA's logical resource-time plan (§5.1): GPUs reserved over time.
 
     Reserve(r, t, d) marks r GPUs busy for [t, t+d); MaxReservation(t, d) is the peak over
-    [t, t+d). The plan is tiny (running jobs plus the reservations of one round), so peaks
-    are computed with numpy over the interval starts rather than with a segment tree.
+    [t, t+d), found at t or at a reservation's start inside (t, t+d).
+
+    A round's plan begins at its `origin` (now): sia-vc reserves nothing before it and checks
+    every job from it. For such checks `fits` reads, from one sweep over the reservations,
+    the first moment after which r more GPUs would exceed the capacity (`_full_from`), and
+    keeps it until a reservation starts before it (issue #16: hundreds of reservations and
+    thousands of checks a round on Muri's traces, each a pass over the whole plan).
     """
 
-    __slots__ = ("capacity", "_starts", "_ends", "_gpus")
+    __slots__ = ("capacity", "origin", "held_at_origin", "_starts", "_ends", "_gpus",
+                 "_sweep")
 
-    def __init__(self, capacity: int) -> None:
+    def __init__(self, capacity: int, origin: float = 0.0) -> None:
         self.capacity = capacity
+        self.origin = origin
+        self.held_at_origin = 0
         self._starts: list[float] = []
         self._ends: list[float] = []
         self._gpus: list[int] = []
+        self._sweep: tuple[np.ndarray, np.ndarray, dict[int, float]] | None = None
 
     def reserve(self, gpus: int, start: float, duration: float) -> None:
+        if start < self.origin:
+            raise ValueError(f"reservation at {start} before the plan's origin {self.origin}")
+        end = start + duration
         self._starts.append(start)
-        self._ends.append(start + duration)
+        self._ends.append(end)
         self._gpus.append(gpus)
+        if start < end:
+            if start == self.origin:
+                self.held_at_origin += gpus
+            if self._sweep is not None and start < self._full_from(1):
+                self._sweep = None  # the peak before the first full moment may have risen
+
+    @property
+    def full_at_origin(self) -> bool:
+        """Whether no GPU is left at the origin, so no check from it can pass."""
+        return self.held_at_origin >= self.capacity
 
     def max_reservation(self, start: float, duration: float) -> int:
         if not self._starts:
@@ -271,10 +293,30 @@ class ResourceTimePlan:
         return int((covering * gpus[None, :]).sum(axis=1).max())
 
     def fits(self, gpus: int, start: float, duration: float) -> bool:
-        return self.max_reservation(start, duration) + gpus <= self.capacity
+        """MaxReservation(start, duration) + gpus <= capacity."""
+        if start != self.origin:
+            return self.max_reservation(start, duration) + gpus <= self.capacity
+        full = self._full_from(gpus)
+        return full != start and not full < start + duration
 
-    def clear_reservations(self) -> None:
-        self._starts.clear()
-        self._ends.clear()
-        self._gpus.clear()
-
+    def _full_from(self, gpus: int) -> float:
+        """The first point (the origin or a reservation's start) where the plan holds more
+        than `capacity - gpus` GPUs; infinity if there is none."""
+        if self._sweep is None:
+            starts = np.asarray(self._starts)
+            ends = np.sort(np.asarray(self._ends))
+            order = np.argsort(starts, kind="stable")
+            starts, gpus_by_start = starts[order], np.asarray(self._gpus)[order]
+            gpus_by_end = np.asarray(self._gpus)[np.argsort(self._ends, kind="stable")]
+            points = np.unique(np.concatenate(([self.origin], starts)))
+            began = np.concatenate(([0], np.cumsum(gpus_by_start)))
+            ended = np.concatenate(([0], np.cumsum(gpus_by_end)))
+            held = (began[np.searchsorted(starts, points, side="right")]
+                    - ended[np.searchsorted(ends, points, side="right")])
+            self._sweep = (points, np.maximum.accumulate(held), {})
+        points, peak, known = self._sweep
+        full = known.get(gpus)
+        if full is None:
+            first = int(np.searchsorted(peak, self.capacity - gpus, side="right"))
+            full = known[gpus] = float(points[first]) if first < len(points) else float("inf")
+        return full

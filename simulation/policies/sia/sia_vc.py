@@ -20,9 +20,10 @@ Choices where Figure 6 leaves room, and why:
 - Future jobs whose VST lies beyond every pending job's VST, or after the longest pending
   job could end, cannot constrain any allocation this round and are not visited.
 - A round without free GPUs returns at once, and a round stops once its launches leave
-  none: the plan is the round's own, so only launches outlive it. A job wider than the
-  free GPUs cannot start, so the plan is not asked whether it fits. (Issue #16: a round at
-  every event, over thousands of waiting jobs on Muri's traces; same decisions.)
+  none or its reservations fill the plan at now: the plan is the round's own, so only
+  launches outlive it. A job wider than the free GPUs cannot start, so the plan is not
+  asked whether it fits. (Issue #16: a round at every event, over thousands of waiting
+  jobs on Muri's traces; same decisions.)
 - Durations and remaining times are the true ones (perfect information); rates are taken
   as 1, i.e. one GPU type at the reference speed, as in SIA's setup.
 """
@@ -55,9 +56,13 @@ class SiaVirtualClock(QueuePolicy):
     def __init__(self, **values: object) -> None:
         super().__init__(**values)
         self._vst: dict[str, float] = {}
+        self._queued_mark = 0
 
     def _virtual_start(self, view: ClusterView, quotas: dict[str, int]) -> dict[str, float]:
-        if any(job_id not in self._vst for job_id in view.queue):
+        """Every job's VST, computed once all jobs are known (the first round sees the whole
+        trace); again only if a job waits that the last computation did not know."""
+        queued, self._queued_mark = view.queued_since(self._queued_mark)
+        if any(job_id not in self._vst for job_id in queued):
             known = [j.spec for j in (*view.running.values(), *view.queue.values())]
             self._vst = virtual_start_times([*known, *view.upcoming_jobs()], quotas)
         return self._vst
@@ -71,7 +76,7 @@ class SiaVirtualClock(QueuePolicy):
         if idle == 0:
             return  # the plan is this round's alone: without free GPUs nothing starts
         now = view.now
-        plan = ResourceTimePlan(cluster_capacity(view.spec, quotas))
+        plan = ResourceTimePlan(cluster_capacity(view.spec, quotas), origin=now)
         for job in view.running.values():
             plan.reserve(job.gpus, now, job.remaining_work)
         pending = sorted(view.queue.values(), key=lambda j: (vst[j.job_id], j.submit_time))
@@ -103,3 +108,5 @@ class SiaVirtualClock(QueuePolicy):
             else:
                 spec = specs[job_id]
             plan.reserve(spec.num_gpus, max(start, now), spec.duration)
+            if plan.full_at_origin:
+                return  # reserved in full from now: no job can start this round
