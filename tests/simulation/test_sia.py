@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -471,6 +473,8 @@ def test_kept_queues_equal_a_pass_over_the_queue(monkeypatch: pytest.MonkeyPatch
         assert kept.allocation == fresh.allocation, view.now
         assert ({q: [j.job_id for j in jobs] for q, jobs in kept.pending.items()}
                 == {q: [j.job_id for j in jobs] for q, jobs in fresh.pending.items()}), view.now
+        assert ({q: jobs.gpus for q, jobs in kept.pending.items()}
+                == {q: jobs.gpus for q, jobs in fresh.pending.items()}), view.now
         rounds.append(sum(map(len, kept.pending.values())))
         return kept
 
@@ -488,18 +492,59 @@ def test_waiting_jobs_read_as_a_list_less_the_jobs_taken() -> None:
     from simulation.policies.sia.common import WaitingJobs
 
     class Waiting:
-        def __init__(self, job_id: str) -> None:
+        def __init__(self, job_id: str, gpus: int) -> None:
             self.job_id = job_id
+            self.spec = JobSpec(job_id, 0.0, gpus, 60.0)
 
-    a, b, c = Waiting("a"), Waiting("b"), Waiting("c")
+    a, b, c = Waiting("a", 1), Waiting("b", 2), Waiting("c", 4)
     waiting = WaitingJobs({"a": a, "b": b, "c": c})
+    assert waiting.gpus == 7
     assert waiting.pop(0) is a
-    assert [j.job_id for j in waiting] == ["b", "c"] and len(waiting) == 2
+    assert [j.job_id for j in waiting] == ["b", "c"] and len(waiting) == 2 and waiting.gpus == 6
     assert waiting[-1] is c and waiting[1] is c
     waiting.remove(c)
     assert [j.job_id for j in waiting] == ["b"] and waiting[0] is b and bool(waiting)
+    assert waiting.gpus == 2
     with pytest.raises(ValueError):
         waiting.remove(a)
     with pytest.raises(IndexError):
         waiting[1]
     assert waiting.pop() is b and not waiting
+
+
+def test_observed_queue_builds_the_history_of_an_earlier_moment() -> None:
+    """SIA builds a slot's history only if a prediction reads it, later: starts and ends
+    set since, and jobs seen since, must not show in it."""
+    from simulation.policies.sia.sia import _ObservedQueue
+
+    seen = _ObservedQueue()
+    a, b = seen.add(0.0, 1), seen.add(10.0, 2)
+    seen.set(seen.starts, a, 5.0)
+    mark = seen.mark()
+    seen.set(seen.starts, b, 20.0)
+    seen.set(seen.ends, a, 30.0)
+    seen.set(seen.ends, a, 31.0)  # twice since the mark: the history keeps the first value
+    seen.add(40.0, 4)
+    then = seen.history(mark, {b: 99.0})
+    assert then.arrivals.tolist() == [0.0, 10.0] and then.widths.tolist() == [1, 2]
+    assert then.starts.tolist() == [5.0, math.inf]
+    assert then.ends.tolist() == [math.inf, 99.0]  # b's end as expected at the mark
+    now = seen.history(seen.mark(), {})
+    assert now.starts.tolist() == [5.0, 20.0, math.inf] and now.ends.tolist()[0] == 31.0
+
+
+def test_sia_observes_each_jobs_first_start_and_its_end() -> None:
+    """The history SIA learns from holds, per job in arrival order, when it first started
+    (recorded in the round that starts it) and when it finished."""
+    from simulation.composition import create_policy
+    from simulation.engine import Simulation
+
+    setup = SiaSetup(queues=3, days=1.0)
+    w = generate_sia_workload(setup, seed=2)
+    policy = create_policy("sia", {"arrivals": "random"}, seed=2)
+    rows = by_id(Simulation(sia_cluster(setup), w, policy).run())
+    for queue, seen in policy._queues.items():
+        jobs = sorted((j for j in w.jobs if j.pool == queue),
+                      key=lambda j: (j.submit_time, w.jobs.index(j)))
+        assert seen.starts == pytest.approx([rows[j.job_id]["start"] for j in jobs], abs=1e-5)
+        assert seen.ends == pytest.approx([rows[j.job_id]["end"] for j in jobs], abs=1e-5)

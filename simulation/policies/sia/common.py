@@ -83,13 +83,15 @@ class WaitingJobs:
     """One queue's waiting jobs in order, as a round sees them: the kept queue itself (not a
     copy: thousands wait on Muri's traces, and a round reads a few heads) less the jobs the
     round has taken. A list's reads and `remove`/`pop`; a policy stops iterating once it
-    takes a job (every caller does)."""
+    takes a job (every caller does). `gpus` is their GPUs, all together (`gpus` of the
+    kept queue is given, so that the sum costs nothing either)."""
 
-    __slots__ = ("_jobs", "_taken")
+    __slots__ = ("_jobs", "_taken", "gpus")
 
-    def __init__(self, jobs: Mapping[str, JobView]) -> None:
+    def __init__(self, jobs: Mapping[str, JobView], gpus: int | None = None) -> None:
         self._jobs = jobs
         self._taken: set[str] = set()
+        self.gpus = sum(job.spec.num_gpus for job in jobs.values()) if gpus is None else gpus
 
     def __iter__(self) -> Iterator[JobView]:
         taken = self._taken
@@ -112,10 +114,12 @@ class WaitingJobs:
         if job.job_id not in self._jobs or job.job_id in self._taken:
             raise ValueError(f"{job.job_id} is not waiting")
         self._taken.add(job.job_id)
+        self.gpus -= job.spec.num_gpus
 
     def pop(self, index: int = -1) -> JobView:
         job = self[index]
         self._taken.add(job.job_id)
+        self.gpus -= job.spec.num_gpus
         return job
 
 
@@ -160,6 +164,7 @@ class PendingByQueue:
         self._view = view
         self._queued_mark = self._moved_mark = 0
         self._jobs: dict[str, dict[str, JobView]] = {q: {} for q in quotas}
+        self._gpus = dict.fromkeys(quotas, 0)  # GPUs of each queue's waiting jobs
         self._queue_of: dict[str, str] = {}  # every job seen waiting -> its queue
         self._held: dict[str, tuple[str, int]] = {}  # running job -> (queue, GPUs)
         self._allocation = dict.fromkeys(quotas, 0)  # GPUs of each queue's running jobs
@@ -181,13 +186,16 @@ class PendingByQueue:
                 queue = queue_name[job_id] = queue_of(view.job(job_id).spec, quotas)
             elif job_id not in jobs[queue]:
                 resort.add(queue)  # back in the queue: not necessarily at its end
-            jobs[queue][job_id] = view.queue[job_id]
+            job = view.queue[job_id]
+            if job_id not in jobs[queue]:
+                self._gpus[queue] += job.spec.num_gpus
+            jobs[queue][job_id] = job
         running, held = view.running, self._held
         for job_id in moved:
             if job_id not in waiting:
                 queue = queue_name.get(job_id)
-                if queue is not None:
-                    jobs[queue].pop(job_id, None)
+                if queue is not None and (gone := jobs[queue].pop(job_id, None)) is not None:
+                    self._gpus[queue] -= gone.spec.num_gpus
             old = held.pop(job_id, None)
             if old is not None:
                 self._allocation[old[0]] -= old[1]
@@ -199,7 +207,8 @@ class PendingByQueue:
         for queue in sorted(resort):
             order = sorted(jobs[queue].values(), key=lambda j: (j.spec.submit_time, j.trace_index))
             jobs[queue] = {job.job_id: job for job in order}
-        return QueueUsage(dict(self._allocation), {q: WaitingJobs(jobs[q]) for q in quotas})
+        return QueueUsage(dict(self._allocation),
+                          {q: WaitingJobs(jobs[q], self._gpus[q]) for q in quotas})
 
 
 def virtual_start_times(jobs: Iterable[JobSpec], quotas: Mapping[str, int]) -> dict[str, float]:

@@ -95,7 +95,9 @@ PREDICTORS = ("learned", "perfect", "random")
 
 
 # WillJobsArrive's training data: each queue's history, first arrival seen, training time
-_Training = tuple[dict[str, PoolHistory], float, float]
+# Histories as seen at a moment, built when first needed (`SiaScheduler._histories`).
+_Histories = Callable[[], dict[str, PoolHistory]]
+_Training = tuple[_Histories, float, float]
 
 
 class _Deferred(Mapping[tuple[str, float], float]):
@@ -123,15 +125,20 @@ class _Deferred(Mapping[tuple[str, float], float]):
 class _ObservedQueue:
     """One queue's jobs as the scheduler saw them, in the order it saw them: arrival,
     width, start and end (`inf` until known), kept as columns so that a round's history is
-    a copy of four lists rather than a walk over every job ever seen."""
+    a copy of four lists rather than a walk over every job ever seen.
 
-    __slots__ = ("arrivals", "widths", "starts", "ends")
+    A start or end set is logged with the value it replaced, so the history of an earlier
+    moment (`mark`) can be built later, only if a prediction reads it (`history`): most
+    5-minute slots of a queue with a backlog read none (issue #16)."""
+
+    __slots__ = ("arrivals", "widths", "starts", "ends", "_changes")
 
     def __init__(self) -> None:
         self.arrivals: list[float] = []
         self.widths: list[int] = []
         self.starts: list[float] = []
         self.ends: list[float] = []
+        self._changes: list[tuple[list[float], int, float]] = []  # (column, row, old value)
 
     def add(self, arrival: float, width: int) -> int:
         self.arrivals.append(arrival)
@@ -139,6 +146,27 @@ class _ObservedQueue:
         self.starts.append(math.inf)
         self.ends.append(math.inf)
         return len(self.arrivals) - 1
+
+    def set(self, column: list[float], row: int, value: float) -> None:
+        """Set `column[row]` (`starts` or `ends`), logging the value it replaces."""
+        if column[row] != value:
+            self._changes.append((column, row, column[row]))
+            column[row] = value
+
+    def mark(self) -> tuple[int, int]:
+        """This moment, for `history`."""
+        return len(self.arrivals), len(self._changes)
+
+    def history(self, mark: tuple[int, int], ends: Mapping[int, float]) -> PoolHistory:
+        """The columns as they were at `mark`, with the ends of rows in `ends` replaced."""
+        rows, changes = mark
+        starts, done = self.starts[:rows], self.ends[:rows]
+        for column, row, old in reversed(self._changes[changes:]):
+            if row < rows:
+                (starts if column is self.starts else done)[row] = old
+        for row, end in ends.items():
+            done[row] = end
+        return PoolHistory.of(self.arrivals[:rows], self.widths[:rows], starts, done)
 
 
 def monotone_in_window(will_arrive: Mapping[tuple[str, float], bool]
@@ -255,7 +283,7 @@ class Sia(QueuePolicy):
             if job.status is not JobStatus.DONE:
                 continue  # preempted: back in the queue, not finished
             columns, row = self._observed[job_id]
-            columns.ends[row] = now
+            columns.set(columns.ends, row, now)
             self._durations.observe(job.spec, job.executed_seconds)
         self._running = set(view.running)
         self._dedicated &= self._running
@@ -272,9 +300,11 @@ class Sia(QueuePolicy):
             self._next_training = now + self.retrain_hours * 3600.0
 
     def _histories(self, view: ClusterView, quotas: dict[str, int], *, expected: bool
-                   ) -> dict[str, PoolHistory]:
-        """Per-queue history; with `expected`, running jobs end when they are estimated to."""
-        ends = {q: list(self._queues[q].ends) for q in quotas}
+                   ) -> _Histories:
+        """Per-queue history as of now, built when called; with `expected`, running jobs
+        end when they are estimated to (estimated now)."""
+        marks = {q: self._queues[q].mark() for q in quotas}
+        ends: dict[str, dict[int, float]] = {q: {} for q in quotas}
         if expected:
             now = view.now
             for job_id in self._running:
@@ -284,8 +314,7 @@ class Sia(QueuePolicy):
                 # an overdue job is expected to end any moment, not to have ended already
                 ends[queue_of(job.spec, quotas)][row] = math.inf if estimate is None else max(
                     np.nextafter(now, math.inf), now + estimate - job.executed_seconds)
-        return {q: PoolHistory.of(self._queues[q].arrivals, self._queues[q].widths,
-                                  self._queues[q].starts, ends[q]) for q in quotas}
+        return lambda: {q: self._queues[q].history(marks[q], ends[q]) for q in quotas}
 
     # -- predictors -------------------------------------------------------------------------
 
@@ -335,10 +364,10 @@ class Sia(QueuePolicy):
             training = self._fit_due if self._fit_due is not None else self._fitted
             assert training is not None
             self._slot_load = _Deferred(
-                lambda: self._learned_load(histories, now, training, quotas))
+                lambda: self._learned_load(histories(), now, training, quotas))
         else:
             will_arrive = {(q, m): self.rng.random() < 0.5 for q in quotas for m in self._windows}
-            self._slot_load = self._estimated_load(histories, now, will_arrive, quotas)
+            self._slot_load = self._estimated_load(histories(), now, will_arrive, quotas)
         return self._slot_load
 
     def _learned_load(self, histories: dict[str, PoolHistory], now: float,
@@ -346,7 +375,8 @@ class Sia(QueuePolicy):
                       ) -> dict[tuple[str, float], float]:
         """`_estimated_load` where WillJobsArrive, trained on `training`, says jobs come."""
         if self._fitted is not training:
-            self._model.fit(*training)
+            trained_on, since, until = training
+            self._model.fit(trained_on(), since, until)
             self._fitted = training
             if self._fit_due is training:
                 self._fit_due = None
@@ -383,9 +413,9 @@ class Sia(QueuePolicy):
         idle = idle_gpus(view, quotas)
         if idle > 0 and any(usage.pending.values()):
             yield from self._allocate_spare(view, quotas, usage, dedicated, idle)
-        for job_id in view.running:
+        for job_id in view.running.keys() - self._running:  # started this round
             columns, row = self._observed[job_id]
-            columns.starts[row] = min(columns.starts[row], view.now)
+            columns.set(columns.starts, row, min(columns.starts[row], view.now))
         self._running = set(view.running)
 
     def _start(self, view: ClusterView, quotas: dict[str, int], usage: QueueUsage,
@@ -478,7 +508,7 @@ class Sia(QueuePolicy):
                         dedicated: dict[str, int], idle: int) -> Iterator[Decision]:
         """Figure 8: bulk reservations per window, then short jobs out of order."""
         new_load = self._total_new_load(view, quotas)
-        pending = {q: sum(j.spec.num_gpus for j in usage.pending[q]) for q in quotas}
+        pending = {q: usage.pending[q].gpus for q in quotas}
         unused = {q: max(0, quotas[q] - dedicated[q]) for q in quotas}
         for minutes in self._windows:
             window = minutes * 60.0
