@@ -22,8 +22,11 @@ from heap import settle_heap
 
 REPO = Path(__file__).resolve().parents[1]
 TRACES = REPO.parent / "shared" / "traces"
+# Every registered policy (hived refuses traces 1-3: jobs of 16 and 32 GPUs, wider than its
+# cells of one server).
 POLICIES = ("fifo", "sjf", "srtf", "srsf", "tiresias", "elastic-tiresias", "themis", "antman",
-            "gandiva", "muri-s", "muri-l")
+            "gandiva", "gandiva-elastic", "muri-s", "muri-l", "afs", "aryl", "pollux-lite",
+            "fcfs-pools", "maxmin", "ssf", "gssf", "sia", "sia-vc", "hived")
 # (policy, trace) -> (seconds, finished): the peers' wall times quoted in issue #16.
 PEERS = {
     ("muri-s", 3): (95.0, True),
@@ -92,7 +95,8 @@ def main() -> None:
                       f"{peer_ratio(policy, trace, args.timeout)} |", flush=True)
                 continue
             except subprocess.CalledProcessError as error:
-                print(f"| {policy} | {trace} | failed: {error.stderr.strip()[-200:]} |")
+                reason = error.stderr.strip().splitlines()[-1] if error.stderr.strip() else ""
+                print(f"| {policy} | {trace} | failed: {reason[-160:]} | | | | |", flush=True)
                 continue
             row = json.loads(done.stdout.splitlines()[-1])
             print(f"| {policy} | {trace} | {row['wall']:.1f} | {row['cpu']:.1f} "
