@@ -95,7 +95,7 @@ PREDICTORS = ("learned", "perfect", "random")
 
 
 # WillJobsArrive's training data: each queue's history, first arrival seen, training time
-# Histories as seen at a moment, built when first needed (`SiaScheduler._histories`).
+# Histories as seen at a moment, built when first needed (`Sia._histories`).
 _Histories = Callable[[], dict[str, PoolHistory]]
 _Training = tuple[_Histories, float, float]
 
