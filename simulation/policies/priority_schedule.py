@@ -33,7 +33,9 @@ def schedule_by_priority(
     `order`, when the policy's key of a waiting job is frozen, keeps the queue sorted across
     rounds; `running` keeps the running jobs sorted when their keys change only at known
     times (`RunningOrder`), or evaluates them all at once when they are remaining time
-    (`RemainingTimeOrder`). When the whole queue fits in the free GPUs, the global order
+    (`RemainingTimeOrder`); either hands over only the running jobs ranked after the best
+    queued job (the walk keeps all those before it while their GPUs fit, which they do
+    unless capacity shrank). When the whole queue fits in the free GPUs, the global order
     would keep every running job and start every queued one, so the queued jobs are simply
     launched (the common, uncontended case). Otherwise, or when fragmentation defeats a
     placement, the decisions of `preemptive_schedule` over the running jobs merged with the
@@ -61,11 +63,7 @@ def schedule_by_priority(
         walk = FittingWalk.of(_queue_in_order(view, key, order))
     else:
         walk = order.fitting(view)
-    if isinstance(running, RunningOrder):
-        running.sync(view)
-        keys, ids, behind = running.preemptible()
-        pinned = running.pinned_gpus
-    elif isinstance(running, RemainingTimeOrder):
+    if running is not None:
         first = walk.first_key()
         if first is None:
             return
