@@ -43,6 +43,7 @@ class RemainingTimeOrder:
         self._ids: list[str] = []  # by row, as the arrays' columns
         self._allocate(64)
         self._gpus_total = 0
+        self._scaled = self._weighted = 0  # rows whose scale, weight is not 1.0
         self._piecewise: set[str] = set()
         self._pinned: dict[str, int] = {}  # non-preemptible running jobs -> GPUs
         self._pinned_gpus = 0
@@ -50,7 +51,7 @@ class RemainingTimeOrder:
     def _allocate(self, capacity: int) -> None:
         """Arrays of `capacity` rows, the used ones copied. A round evaluates every row, used
         or not (slicing to the used ones costs more than the spare rows): a spare row's
-        scale is NaN, so its key is NaN and never reaches a threshold."""
+        `since` is NaN, so its key is NaN and never reaches a threshold."""
         lines = np.full((5, capacity), np.nan)  # left, since, rate, scale, weight
         ints = np.zeros((2, capacity), dtype=np.int64)  # GPUs, trace index
         used = len(self._ids)
@@ -90,6 +91,8 @@ class RemainingTimeOrder:
             self._ids.append(job_id)
         else:
             self._gpus_total -= int(self._gpus[row])
+            self._scaled -= int(self._scale[row] != 1.0)
+            self._weighted -= int(self._weight[row] != 1.0)
         self._gpus_total += gpus
         line = job.progress_line
         if line is None:
@@ -98,7 +101,10 @@ class RemainingTimeOrder:
         else:
             self._piecewise.discard(job_id)
         self._left[row], self._since[row], self._rate[row] = line
-        self._scale[row], self._weight[row] = self._factors(job)
+        scale, weight = self._factors(job)
+        self._scale[row], self._weight[row] = scale, weight
+        self._scaled += scale != 1.0
+        self._weighted += weight != 1.0
         self._gpus[row] = gpus
         self._index[row] = job.trace_index
 
@@ -108,6 +114,8 @@ class RemainingTimeOrder:
             return
         self._piecewise.discard(job_id)
         self._gpus_total -= int(self._gpus[row])
+        self._scaled -= int(self._scale[row] != 1.0)
+        self._weighted -= int(self._weight[row] != 1.0)
         ids = self._ids
         last = len(ids) - 1
         if row != last:  # the last row fills the hole
@@ -115,7 +123,7 @@ class RemainingTimeOrder:
             self._ints[:, row] = self._ints[:, last]
             ids[row] = ids[last]
             self._row[ids[row]] = row
-        self._scale[last] = np.nan  # a spare row again
+        self._since[last] = np.nan  # a spare row again
         del ids[last]
 
     def tail(
@@ -131,8 +139,10 @@ class RemainingTimeOrder:
         np.multiply(keys, self._rate, out=keys)
         np.subtract(self._left, keys, out=keys)
         np.maximum(keys, 0.0, out=keys)
-        np.multiply(keys, self._scale, out=keys)
-        np.multiply(keys, self._weight, out=keys)
+        if self._scaled:  # x * 1.0 is x to the bit: unit factors need no pass
+            np.multiply(keys, self._scale, out=keys)
+        if self._weighted:
+            np.multiply(keys, self._weight, out=keys)
         if self._piecewise:
             running, row = view.running, self._row
             for job_id in self._piecewise:
@@ -146,10 +156,13 @@ class RemainingTimeOrder:
         while ties < len(key_list) and key_list[ties] == least_key \
                 and index_list[ties] <= least_index:
             ties += 1
-        rows = rows[order[ties:]]
+        if ties:
+            del key_list[:ties], index_list[:ties]
+            order = order[ties:]
+        rows = rows[order]
         behind = [0, *self._gpus[rows[::-1]].cumsum().tolist()]
         ids = self._ids
-        return (_SortKeys(key_list[ties:], index_list[ties:]), [ids[r] for r in rows.tolist()],
+        return (_SortKeys(key_list, index_list), [ids[r] for r in rows.tolist()],
                 behind, self._gpus_total - behind[-1], self._pinned_gpus)
 
 
