@@ -7,7 +7,7 @@ one sorted run per job size, so jobs too large for the budget are never stepped 
 
 from __future__ import annotations
 
-import math
+import heapq
 from bisect import bisect_left, insort
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
@@ -16,6 +16,7 @@ from simulation.view import ClusterView, JobView
 
 SortKey = tuple[Any, int]  # (policy key, trace index)
 QueueEntry = tuple[SortKey, int, str, JobView]  # (sort key, sequence number, job id, job)
+_Head = tuple[QueueEntry, int, int, list[QueueEntry]]  # (entry, its position, size, run)
 
 
 class QueueOrder:
@@ -104,16 +105,17 @@ class QueueOrder:
 
 class FittingWalk:
     """Queued jobs best first, each asking for at most the budget given, for a greedy walk
-    whose budget only shrinks: one sorted run per job size, merged on demand, so the jobs
-    too large for the budget are never stepped over one by one."""
+    whose budget only shrinks: one sorted run per job size, each run's next entry in a
+    heap, so the jobs too large for the budget are never stepped over one by one and a
+    run too large for it leaves the heap for good once it comes to the top."""
 
     def __init__(
         self, runs: dict[int, list[QueueEntry]], alive: Callable[[QueueEntry], bool]
     ) -> None:
-        self._runs = sorted(runs.items())  # (size, entries), smallest size first
         self._alive = alive  # constant during a walk: the queue changes after it
-        self._at = [0] * len(self._runs)
-        self._checked = [-1] * len(self._runs)  # the position in each run last found alive
+        heads = [self._head(size, entries, 0) for size, entries in runs.items()]
+        self._heads = [head for head in heads if head is not None]
+        heapq.heapify(self._heads)
 
     @classmethod
     def of(cls, queued: Iterable[tuple[SortKey, JobView]]) -> FittingWalk:
@@ -123,34 +125,35 @@ class FittingWalk:
             runs.setdefault(job.spec.num_gpus, []).append((sort_key, seq, job.job_id, job))
         return cls(runs, lambda entry: True)
 
+    def _head(self, size: int, entries: list[QueueEntry], i: int) -> _Head | None:
+        """The run's first live entry from position `i` on, as a heap item (entries never
+        tie, so the rest of the item is never compared); dead ones are stepped over."""
+        alive = self._alive
+        while i < len(entries):
+            if alive(entries[i]):
+                return entries[i], i, size, entries
+            i += 1
+        return None
+
     def first_key(self) -> SortKey | None:
-        """The sort key of the best queued job not yet given, whatever its size."""
-        run = self._best(math.inf)
-        return None if run < 0 else self._runs[run][1][self._at[run]][0]
+        """The sort key of the best queued job not yet given, whatever its size (read before
+        `next_within`, which drops the runs too large for its budget)."""
+        heads = self._heads
+        return heads[0][0][0] if heads else None
 
     def next_within(self, budget: float) -> tuple[SortKey, JobView] | None:
-        """The best queued job not yet given that asks for at most `budget` GPUs."""
-        run = self._best(budget)
-        if run < 0:
-            return None
-        entry = self._runs[run][1][self._at[run]]
-        self._at[run] += 1
-        return entry[0], entry[3]
-
-    def _best(self, budget: float) -> int:
-        """The run whose next live entry is the best of the runs of sizes within `budget`
-        (-1: none); dead entries met on the way are stepped over for good."""
-        best: QueueEntry | None = None
-        best_run = -1
-        alive, at, checked = self._alive, self._at, self._checked
-        for run, (size, entries) in enumerate(self._runs):
-            if size > budget:
-                break
-            i = at[run]
-            if checked[run] != i:
-                while i < len(entries) and not alive(entries[i]):
-                    i += 1
-                at[run] = checked[run] = i
-            if i < len(entries) and (best is None or entries[i] < best):
-                best, best_run = entries[i], run
-        return best_run
+        """The best queued job not yet given that asks for at most `budget` GPUs; `budget`
+        must not grow from one call to the next."""
+        heads = self._heads
+        while heads:
+            entry, i, size, entries = heads[0]
+            if size > budget:  # nothing of this run fits this budget or a smaller one
+                heapq.heappop(heads)
+                continue
+            head = self._head(size, entries, i + 1)
+            if head is None:
+                heapq.heappop(heads)
+            else:
+                heapq.heapreplace(heads, head)
+            return entry[0], entry[3]
+        return None
