@@ -43,7 +43,7 @@ def schedule_by_priority(
     """
     if not view.queue:
         return
-    free = sum(view.free_gpus(p.name) for p in view.spec.pools)
+    free = view.total_free_gpus()
     walk: FittingWalk
     if view.queued_gpus() <= free:  # the whole queue fits
         queued = _queue_in_order(view, key, order)
@@ -63,18 +63,19 @@ def schedule_by_priority(
         walk = FittingWalk.of(_queue_in_order(view, key, order))
     else:
         walk = order.fitting(view)
+    capacity = training_capacity(view)
     if running is not None:
         first = walk.first_key()
         if first is None:
             return
         keys, ids, behind, below, pinned = running.tail(view, first)
-        if below <= training_capacity(view) - pinned:
+        if below <= capacity - pinned:
             pinned += below  # the walk keeps them all before it meets the first queued job
         else:  # capacity shrank under the running jobs: the walk stops among them
             keys, ids, behind, pinned = _running_in_order(view, key)
     else:
         keys, ids, behind, pinned = _running_in_order(view, key)
-    decisions = _preempt_in_priority_order(view, keys, ids, behind, pinned, walk)
+    decisions = _preempt_in_priority_order(view, keys, ids, behind, capacity - pinned, walk)
     for decision in decisions:
         if order is not None and isinstance(decision, Launch):
             order.forget(decision.job_id)
@@ -93,7 +94,8 @@ def _queue_in_order(
 def _running_in_order(
     view: ClusterView, key: Callable[[JobView], Any]
 ) -> tuple[list[SortKey], list[str], list[int], int]:
-    """What `RunningOrder.preemptible` gives, and the pinned GPUs, sorted afresh."""
+    """(sort keys, ids, GPUs behind) of every preemptible running job, and the pinned GPUs,
+    sorted afresh."""
     keys: list[SortKey] = []
     ids: list[str] = []
     gpus: list[int] = []
@@ -113,12 +115,13 @@ def _preempt_in_priority_order(
     keys: Sequence[SortKey],
     ids: list[str],
     behind: list[int],
-    pinned_gpus: int,
+    budget: int,
     walk: FittingWalk,
 ) -> Iterator[Decision]:
     """`preemptive_schedule` over the running jobs (`ids`, sorted by `keys`; `behind[k]`
-    the GPUs of the last k) merged with the queued jobs of `walk`: the same decisions in
-    the same order, without a Python step per running job kept.
+    the GPUs of the last k) merged with the queued jobs of `walk`, from `budget` GPUs (the
+    capacity less what the jobs not handed over keep): the same decisions in the same
+    order, without a Python step per running job kept.
 
     A queued job asking for more than the budget left is passed over without a step: the
     budget only shrinks along the walk, so it could not be kept further on either; and once
@@ -130,7 +133,6 @@ def _preempt_in_priority_order(
     inside a run the longest stretch that fits by bisection over their GPUs
     (`_keep_running`): it steps only at the running jobs it evicts.
     """
-    budget = training_capacity(view) - pinned_gpus
     evicted: list[str] = []
     waiting: list[JobView] = []
     pos, stopped = 0, budget <= 0

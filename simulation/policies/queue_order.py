@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import heapq
 from bisect import bisect_left, insort
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, KeysView
 from typing import Any
 
 from simulation.view import ClusterView, JobView
@@ -98,9 +98,7 @@ class QueueOrder:
     def fitting(self, view: ClusterView) -> FittingWalk:
         """The waiting jobs as a walk that passes over those larger than a budget."""
         self._sync(view)
-        waiting, live = view.queue.keys(), self._live
-        return FittingWalk(self._by_size,
-                           lambda entry: live.get(entry[2]) is entry and entry[2] in waiting)
+        return FittingWalk(self._by_size, self._live, view.queue.keys())
 
 
 class FittingWalk:
@@ -110,9 +108,14 @@ class FittingWalk:
     run too large for it leaves the heap for good once it comes to the top."""
 
     def __init__(
-        self, runs: dict[int, list[QueueEntry]], alive: Callable[[QueueEntry], bool]
+        self,
+        runs: dict[int, list[QueueEntry]],
+        live: dict[str, QueueEntry] | None = None,
+        waiting: KeysView[str] | None = None,
     ) -> None:
-        self._alive = alive  # constant during a walk: the queue changes after it
+        """An entry is alive when `live` holds it for its job and the job is `waiting`
+        (both constant during a walk: the queue changes after it); without them, all are."""
+        self._live, self._waiting = live, waiting
         heads = [self._head(size, entries, 0) for size, entries in runs.items()]
         self._heads = [head for head in heads if head is not None]
         heapq.heapify(self._heads)
@@ -123,15 +126,19 @@ class FittingWalk:
         runs: dict[int, list[QueueEntry]] = {}
         for seq, (sort_key, job) in enumerate(queued):
             runs.setdefault(job.spec.num_gpus, []).append((sort_key, seq, job.job_id, job))
-        return cls(runs, lambda entry: True)
+        return cls(runs)
 
     def _head(self, size: int, entries: list[QueueEntry], i: int) -> _Head | None:
         """The run's first live entry from position `i` on, as a heap item (entries never
         tie, so the rest of the item is never compared); dead ones are stepped over."""
-        alive = self._alive
+        live, waiting = self._live, self._waiting
+        if live is None or waiting is None:
+            return (entries[i], i, size, entries) if i < len(entries) else None
         while i < len(entries):
-            if alive(entries[i]):
-                return entries[i], i, size, entries
+            entry = entries[i]
+            job_id = entry[2]
+            if live.get(job_id) is entry and job_id in waiting:
+                return entry, i, size, entries
             i += 1
         return None
 
