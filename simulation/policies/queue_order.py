@@ -114,10 +114,12 @@ class FittingWalk:
         waiting: KeysView[str] | None = None,
     ) -> None:
         """An entry is alive when `live` holds it for its job and the job is `waiting`
-        (both constant during a walk: the queue changes after it); without them, all are."""
+        (both constant during a walk: the queue changes after it); without them, all are.
+        A dead entry is stepped over when it comes to the top of the heap."""
         self._live, self._waiting = live, waiting
-        heads = [self._head(size, entries, 0) for size, entries in runs.items()]
-        self._heads = [head for head in heads if head is not None]
+        # (entry, its position, size, run): entries never tie, so the rest is not compared
+        self._heads = [(entries[0], 0, size, entries) for size, entries in runs.items()
+                       if entries]
         heapq.heapify(self._heads)
 
     @classmethod
@@ -128,39 +130,41 @@ class FittingWalk:
             runs.setdefault(job.spec.num_gpus, []).append((sort_key, seq, job.job_id, job))
         return cls(runs)
 
-    def _head(self, size: int, entries: list[QueueEntry], i: int) -> _Head | None:
-        """The run's first live entry from position `i` on, as a heap item (entries never
-        tie, so the rest of the item is never compared); dead ones are stepped over."""
-        live, waiting = self._live, self._waiting
-        if live is None or waiting is None:
-            return (entries[i], i, size, entries) if i < len(entries) else None
-        while i < len(entries):
-            entry = entries[i]
-            job_id = entry[2]
-            if live.get(job_id) is entry and job_id in waiting:
-                return entry, i, size, entries
-            i += 1
+    def _top(self) -> _Head | None:
+        """The heap's top once it is alive (None: no entry left)."""
+        heads, live, waiting = self._heads, self._live, self._waiting
+        while heads:
+            head = heads[0]
+            entry = head[0]
+            if live is None or waiting is None or (
+                    live.get(entry[2]) is entry and entry[2] in waiting):
+                return head
+            self._advance(head)
         return None
+
+    def _advance(self, head: _Head) -> None:
+        """Replace the top `head` by the next entry of its run, or drop the run."""
+        _, i, size, entries = head
+        i += 1
+        if i < len(entries):
+            heapq.heapreplace(self._heads, (entries[i], i, size, entries))
+        else:
+            heapq.heappop(self._heads)
 
     def first_key(self) -> SortKey | None:
         """The sort key of the best queued job not yet given, whatever its size (read before
         `next_within`, which drops the runs too large for its budget)."""
-        heads = self._heads
-        return heads[0][0][0] if heads else None
+        head = self._top()
+        return None if head is None else head[0][0]
 
     def next_within(self, budget: float) -> tuple[SortKey, JobView] | None:
         """The best queued job not yet given that asks for at most `budget` GPUs; `budget`
         must not grow from one call to the next."""
-        heads = self._heads
-        while heads:
-            entry, i, size, entries = heads[0]
-            if size > budget:  # nothing of this run fits this budget or a smaller one
-                heapq.heappop(heads)
+        while (head := self._top()) is not None:
+            if head[2] > budget:  # nothing of this run fits this budget or a smaller one
+                heapq.heappop(self._heads)
                 continue
-            head = self._head(size, entries, i + 1)
-            if head is None:
-                heapq.heappop(heads)
-            else:
-                heapq.heapreplace(heads, head)
+            self._advance(head)
+            entry = head[0]
             return entry[0], entry[3]
         return None
