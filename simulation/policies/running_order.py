@@ -88,13 +88,17 @@ class RunningOrder:
         if not due:
             return None
         horizon = due[0][0] + 2 * self._slack
+        running = view.running
+        count = len(due)
+        if (count < 2 or due[1][0] > horizon) and (count < 3 or due[2][0] > horizon):
+            # only the top is that close (every other entry is past one of its children)
+            return self._changes_at(view, running[due[0][2]])
         while due and due[0][0] <= horizon:
             entry = heapq.heappop(due)
             if self._stamp.get(entry[2]) == entry[1]:
                 popped.append(entry)
         for entry in popped:
             heapq.heappush(due, entry)
-        running = view.running
         return min(self._changes_at(view, running[job_id]) for _, _, job_id in popped)
 
     def _add(self, view: ClusterView, job: JobView) -> None:
