@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -40,7 +41,8 @@ class RemainingTimeOrder:
         self._view = view
         self._allocation_mark = self._progress_mark = 0
         self._row: dict[str, int] = {}  # preemptible running job -> its row
-        self._ids: list[str] = []  # by row, as the arrays' columns
+        self._ids: list[str] = []  # by row, as the arrays' columns ("" on a spare row)
+        self._spare: list[int] = []  # rows below len(_ids) freed by `_drop`, to reuse
         self._allocate(64)
         self._gpus_total = 0
         self._scaled = self._weighted = 0  # rows whose scale, weight is not 1.0
@@ -51,7 +53,9 @@ class RemainingTimeOrder:
     def _allocate(self, capacity: int) -> None:
         """Arrays of `capacity` rows, the used ones copied. A round evaluates every row, used
         or not (slicing to the used ones costs more than the spare rows): a spare row's
-        `since` is NaN, so its key is NaN and never reaches a threshold."""
+        `since` is NaN, so its key is NaN and never reaches a threshold. Rows are not
+        compacted (a job's row is freed and reused): the tail's order is that of the keys
+        and trace indexes, whatever rows hold them."""
         lines = np.full((5, capacity), np.nan)  # left, since, rate, scale, weight
         ints = np.zeros((2, capacity), dtype=np.int64)  # GPUs, trace index
         used = len(self._ids)
@@ -84,11 +88,15 @@ class RemainingTimeOrder:
         row = self._row.get(job_id)
         gpus = job.gpus
         if row is None:
-            row = len(self._ids)
-            if row == len(self._keys):
-                self._allocate(2 * row)
+            if self._spare:
+                row = self._spare.pop()
+                self._ids[row] = job_id
+            else:
+                row = len(self._ids)
+                if row == len(self._keys):
+                    self._allocate(2 * row)
+                self._ids.append(job_id)
             self._row[job_id] = row
-            self._ids.append(job_id)
         else:
             self._gpus_total -= int(self._gpus[row])
             self._scaled -= int(self._scale[row] != 1.0)
@@ -116,15 +124,9 @@ class RemainingTimeOrder:
         self._gpus_total -= int(self._gpus[row])
         self._scaled -= int(self._scale[row] != 1.0)
         self._weighted -= int(self._weight[row] != 1.0)
-        ids = self._ids
-        last = len(ids) - 1
-        if row != last:  # the last row fills the hole
-            self._lines[:, row] = self._lines[:, last]
-            self._ints[:, row] = self._ints[:, last]
-            ids[row] = ids[last]
-            self._row[ids[row]] = row
-        self._since[last] = np.nan  # a spare row again
-        del ids[last]
+        self._since[row] = np.nan  # a spare row again
+        self._ids[row] = ""
+        self._spare.append(row)
 
     def tail(
         self, view: ClusterView, threshold: SortKey
@@ -162,12 +164,13 @@ class RemainingTimeOrder:
         rows = rows[order]
         behind = [0, *self._gpus[rows[::-1]].cumsum().tolist()]
         ids = self._ids
-        return (_SortKeys(key_list, index_list), [ids[r] for r in rows.tolist()],
+        return (TailKeys(key_list, index_list), [ids[r] for r in rows.tolist()],
                 behind, self._gpus_total - behind[-1], self._pinned_gpus)
 
 
-class _SortKeys(Sequence[SortKey]):
-    """(key, trace index) pairs made only when read: the greedy walk bisects them."""
+class TailKeys(Sequence[SortKey]):
+    """(key, trace index) pairs made only when read; the greedy walk bisects them by their
+    keys alone (`bisect_left`), in C."""
 
     __slots__ = ("_keys", "_index")
 
@@ -180,3 +183,13 @@ class _SortKeys(Sequence[SortKey]):
 
     def __getitem__(self, i):  # type: ignore[override]  # the walk reads single items
         return self._keys[i], self._index[i]
+
+    def bisect_left(self, sort_key: SortKey, lo: int) -> int:
+        """`bisect.bisect_left(self, sort_key, lo)`: by key, then past the equal keys of
+        earlier trace indexes."""
+        key, index = sort_key
+        keys = self._keys
+        at = bisect_left(keys, key, lo)
+        while at < len(keys) and keys[at] == key and self._index[at] < index:
+            at += 1
+        return at
