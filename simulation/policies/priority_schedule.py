@@ -88,7 +88,7 @@ def _queue_in_order(
 ) -> list[tuple[SortKey, JobView]]:
     """(sort key, job) of every queued job, best first."""
     if order is not None:
-        return list(order.entries(view))
+        return order.in_order(view)
     return sorted(((key(j), j.trace_index), j) for j in view.queue.values())
 
 

@@ -8,8 +8,11 @@ one sorted run per job size, so jobs too large for the budget are never stepped 
 from __future__ import annotations
 
 import heapq
+import math
 from bisect import bisect_left, insort
 from collections.abc import Callable, Iterable, Iterator, KeysView
+from functools import partial
+from itertools import chain
 from typing import Any
 
 from simulation.view import ClusterView, JobView
@@ -26,15 +29,20 @@ class QueueOrder:
     time, SJF's predicted duration, LAS service without promotion): arrivals are inserted by
     bisection and launched jobs dropped, so a long queue is neither re-keyed nor re-sorted
     on every round. A job that is launched and later requeued gets a fresh entry (its key
-    may have changed while it ran); the old one is skipped as stale.
+    may have changed while it ran); the old one is skipped as stale. The entries are kept
+    in one sorted run per job size (`fitting`), and in one merged list as well only once
+    `entries` is read (SJF's walk over the whole queue): the preemptive policies merge the
+    runs on demand, and a second list cost them a second bisection per job queued and
+    launched.
     """
 
     def __init__(self, key: Callable[[JobView], Any]) -> None:
         self._key = key
         self._view: ClusterView | None = None
         self._mark = 0  # position in the view's log of queued jobs
-        self._entries: list[QueueEntry] = []
-        self._by_size: dict[int, list[QueueEntry]] = {}  # the same entries, per GPUs asked
+        self._entries: list[QueueEntry] | None = None  # the runs merged, once `entries` is read
+        self._by_size: dict[int, list[QueueEntry]] = {}  # sorted entries, per GPUs asked
+        self._count = 0  # entries in `_by_size`, live or dead
         self._live: dict[str, QueueEntry] = {}  # job id -> its current entry
         self._forgotten: list[QueueEntry] = []
         self._seq = 0
@@ -51,13 +59,14 @@ class QueueOrder:
         """Drop forgotten entries, enter the jobs queued since the last call (the view's log
         names them), and compact once dead entries outnumber live ones."""
         if view is not self._view:  # another run or snapshot: start afresh
-            self._view, self._mark, self._entries, self._live = view, 0, [], {}
-            self._by_size, self._forgotten = {}, []
+            self._view, self._mark, self._live = view, 0, {}
+            self._entries = [] if self._entries is not None else None
+            self._by_size, self._count, self._forgotten = {}, 0, []
+        merged = self._entries
         for entry in self._forgotten:
-            for entries in (self._entries, self._by_size[entry[3].spec.num_gpus]):
-                at = bisect_left(entries, entry)
-                if at < len(entries) and entries[at] is entry:
-                    del entries[at]
+            self._count -= _remove(self._by_size[entry[3].spec.num_gpus], entry)
+            if merged is not None:
+                _remove(merged, entry)
         self._forgotten.clear()
         queue = view.queue
         waiting = queue.keys()
@@ -68,20 +77,27 @@ class QueueOrder:
                 job = queue[job_id]
                 self._seq += 1
                 entry = ((self._key(job), job.trace_index), self._seq, job_id, job)
-                insort(self._entries, entry)
                 insort(self._by_size.setdefault(job.spec.num_gpus, []), entry)
+                self._count += 1
+                if merged is not None:
+                    insort(merged, entry)
                 live[job_id] = entry
-        if len(self._entries) > 2 * len(live) + 64:
+        if self._count > 2 * len(live) + 64:
             for job_id in live.keys() - waiting:
                 del live[job_id]
-            self._entries = [e for e in self._entries if live.get(e[2]) is e]
             self._by_size = {size: [e for e in entries if live.get(e[2]) is e]
                              for size, entries in self._by_size.items()}
+            if merged is not None:
+                self._entries = [e for e in merged if live.get(e[2]) is e]
+            self._count = len(live)
 
     def entries(self, view: ClusterView) -> Iterator[tuple[SortKey, JobView]]:
-        """(sort key, job) for every waiting job, best first; a job that left the queue
+        """(sort key, job) for every waiting job, best first, from the merged list (made
+        from the runs at the first call, kept from then on); a job that left the queue
         some other way than `forget` is dropped when met."""
         self._sync(view)
+        if self._entries is None:
+            self._entries = sorted(chain.from_iterable(self._by_size.values()))
         waiting = view.queue.keys()
         live = self._live
         for entry in self._entries:
@@ -92,6 +108,11 @@ class QueueOrder:
                 else:
                     del live[job_id]
 
+    def in_order(self, view: ClusterView) -> list[tuple[SortKey, JobView]]:
+        """(sort key, job) for every waiting job, best first, merged from the runs (no
+        merged list is kept for it)."""
+        return list(iter(partial(self.fitting(view).next_within, math.inf), None))
+
     def jobs(self, view: ClusterView) -> Iterator[JobView]:
         return (job for _, job in self.entries(view))
 
@@ -99,6 +120,16 @@ class QueueOrder:
         """The waiting jobs as a walk that passes over those larger than a budget."""
         self._sync(view)
         return FittingWalk(self._by_size, self._live, view.queue.keys())
+
+
+def _remove(entries: list[QueueEntry], entry: QueueEntry) -> bool:
+    """Delete `entry` from sorted `entries` if there; a launched job is most often the
+    first of its run, so that is looked at before bisecting."""
+    at = 0 if entries and entries[0] is entry else bisect_left(entries, entry)
+    if at < len(entries) and entries[at] is entry:
+        del entries[at]
+        return True
+    return False
 
 
 class FittingWalk:
