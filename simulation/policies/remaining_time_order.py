@@ -41,8 +41,8 @@ class RemainingTimeOrder:
         self._view = view
         self._allocation_mark = self._progress_mark = 0
         self._row: dict[str, int] = {}  # preemptible running job -> its row
-        self._ids: list[str] = []  # by row, as the arrays' columns ("" on a spare row)
-        self._spare: list[int] = []  # rows below len(_ids) freed by `_drop`, to reuse
+        self._used = 0  # rows ever taken: each holds a job or is spare
+        self._spare: list[int] = []  # rows below `_used` freed by `_drop`, to reuse
         self._allocate(64)
         self._gpus_total = 0
         self._scaled = self._weighted = 0  # rows whose scale, weight is not 1.0
@@ -58,13 +58,16 @@ class RemainingTimeOrder:
         and trace indexes, whatever rows hold them."""
         lines = np.full((5, capacity), np.nan)  # left, since, rate, scale, weight
         ints = np.zeros((2, capacity), dtype=np.int64)  # GPUs, trace index
-        used = len(self._ids)
+        ids = np.full(capacity, "", dtype=object)  # job ids ("" on a spare row)
+        used = self._used
         if used:
             lines[:, :used] = self._lines[:, :used]
             ints[:, :used] = self._ints[:, :used]
+            ids[:used] = self._ids[:used]
         self._lines, self._ints = lines, ints
         self._left, self._since, self._rate, self._scale, self._weight = lines
         self._gpus, self._index = ints
+        self._ids = ids  # an array, so the tail's ids are taken in C
         self._keys = np.empty(capacity)
 
     def _sync(self, view: ClusterView) -> None:
@@ -90,12 +93,12 @@ class RemainingTimeOrder:
         if row is None:
             if self._spare:
                 row = self._spare.pop()
-                self._ids[row] = job_id
             else:
-                row = len(self._ids)
+                row = self._used
                 if row == len(self._keys):
                     self._allocate(2 * row)
-                self._ids.append(job_id)
+                self._used += 1
+            self._ids[row] = job_id
             self._row[job_id] = row
         else:
             self._gpus_total -= int(self._gpus[row])
@@ -163,8 +166,7 @@ class RemainingTimeOrder:
             order = order[ties:]
         rows = rows[order]
         behind = [0, *self._gpus[rows[::-1]].cumsum().tolist()]
-        ids = self._ids
-        return (TailKeys(key_list, index_list), [ids[r] for r in rows.tolist()],
+        return (TailKeys(key_list, index_list), self._ids[rows].tolist(),
                 behind, self._gpus_total - behind[-1], self._pinned_gpus)
 
 
