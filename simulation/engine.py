@@ -62,6 +62,8 @@ UNTIMED = -1
 _MIN_WAKEUP = 1e-3  # a policy wakeup is never at the current instant (that would spin)
 _PROGRESS_CHECK_LOOPS = 1024  # how often the loop looks at the wall clock
 _PROGRESS_QUIET_SECONDS = 2.0  # longest wall time between two progress calls
+# Enum members read once per decision: a class attribute lookup costs ~0.1 µs each.
+_QUEUED, _RUNNING = JobStatus.QUEUED, JobStatus.RUNNING
 
 
 @dataclass(slots=True)
@@ -490,12 +492,14 @@ class Simulation:
             job.cycle = cycle
             self._reschedule_completion(job)
         elif isinstance(decision, Launch):
-            job = state.job(decision.job_id, status=JobStatus.QUEUED)
+            job = state.jobs.get(decision.job_id)
+            if job is None or job.status is not _QUEUED:  # `state.job` says what is wrong
+                job = state.job(decision.job_id, status=_QUEUED)
             state.check_placement(job, decision.placement)
             self._dequeue(job)
             state.occupy(job, decision.placement)
             state.start_running(job)
-            job.status = JobStatus.RUNNING
+            job.status = _RUNNING
             job.last_update = now
             if job.first_start is None:
                 job.first_start = now
@@ -503,7 +507,9 @@ class Simulation:
                 pause(job, now, now + self.config.restart_overhead)
             self._reschedule_completion(job)
         elif isinstance(decision, Preempt):
-            job = state.job(decision.job_id, status=JobStatus.RUNNING)
+            job = state.jobs.get(decision.job_id)
+            if job is None or job.status is not _RUNNING:
+                job = state.job(decision.job_id, status=_RUNNING)
             if not job.spec.preemptible and not forced:
                 raise InvalidDecision(f"job {job.job_id} is not preemptible")
             self._settle(job, now)

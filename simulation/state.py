@@ -83,11 +83,12 @@ class JobState:
         "first_start", "end_time", "queued_since", "queued_seconds", "preemptions",
         "scaling_ops", "migrations", "overhead_gpu_seconds", "version", "early_feedback_time",
         "predicted_duration", "index", "join_at", "join_rate", "join_gpus", "cycle",
-        "run_seq",
+        "run_seq", "job_id",
     )
 
     def __init__(self, spec: JobSpec, index: int = 0) -> None:
         self.spec = spec
+        self.job_id = spec.job_id  # read for every decision and event: a slot, not a property
         self.index = index  # position in the trace: the tie-breaker for equal submit times
         self.status = _PENDING
         self.placement: Placement = ()
@@ -119,10 +120,6 @@ class JobState:
         # the cycle scales `rate` over time.
         self.cycle: ShareCycle | None = None
         self.run_seq = 0  # see `ClusterState.start_running`
-
-    @property
-    def job_id(self) -> str:
-        return self.spec.job_id
 
     @property
     def workers(self) -> int:

@@ -304,6 +304,10 @@ class ClusterView:
     def free_gpus(self, pool: str) -> int:
         return self._state.pool_free[pool]
 
+    def total_free_gpus(self) -> int:
+        """`free_gpus` summed over every pool (a priority policy reads it every round)."""
+        return sum(self._state.pool_free.values())
+
     def queued_since(self, mark: int) -> tuple[list[str], int]:
         """Ids of jobs put in the queue (arrived or requeued) since `mark`, oldest first,
         and the mark to pass next time (start from 0)."""

@@ -52,7 +52,7 @@ def launch_in_order(
 
     The walk also stops once the free GPUs are fewer than any queued job asks for: no job
     further on could be launched."""
-    free = sum(view.free_gpus(p.name) for p in view.spec.pools)
+    free = view.total_free_gpus()
     smallest = view.smallest_queued_gpus()  # changes only when a launch leaves the queue
     for job in ordered:
         if free <= 0 or free < smallest:

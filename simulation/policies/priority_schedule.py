@@ -10,13 +10,14 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Callable, Iterator, Sequence
+from functools import partial
 from itertools import accumulate
 from typing import Any
 
 from simulation.decisions import Decision, Launch, Preempt
 from simulation.policies.ordering import place_requested, training_capacity
 from simulation.policies.queue_order import FittingWalk, QueueOrder, SortKey
-from simulation.policies.remaining_time_order import RemainingTimeOrder
+from simulation.policies.remaining_time_order import RemainingTimeOrder, TailKeys
 from simulation.policies.running_order import RunningOrder
 from simulation.state import JobStatus
 from simulation.view import ClusterView, JobView
@@ -33,7 +34,9 @@ def schedule_by_priority(
     `order`, when the policy's key of a waiting job is frozen, keeps the queue sorted across
     rounds; `running` keeps the running jobs sorted when their keys change only at known
     times (`RunningOrder`), or evaluates them all at once when they are remaining time
-    (`RemainingTimeOrder`). When the whole queue fits in the free GPUs, the global order
+    (`RemainingTimeOrder`); either hands over only the running jobs ranked after the best
+    queued job (the walk keeps all those before it while their GPUs fit, which they do
+    unless capacity shrank). When the whole queue fits in the free GPUs, the global order
     would keep every running job and start every queued one, so the queued jobs are simply
     launched (the common, uncontended case). Otherwise, or when fragmentation defeats a
     placement, the decisions of `preemptive_schedule` over the running jobs merged with the
@@ -41,7 +44,7 @@ def schedule_by_priority(
     """
     if not view.queue:
         return
-    free = sum(view.free_gpus(p.name) for p in view.spec.pools)
+    free = view.total_free_gpus()
     walk: FittingWalk
     if view.queued_gpus() <= free:  # the whole queue fits
         queued = _queue_in_order(view, key, order)
@@ -61,22 +64,19 @@ def schedule_by_priority(
         walk = FittingWalk.of(_queue_in_order(view, key, order))
     else:
         walk = order.fitting(view)
-    if isinstance(running, RunningOrder):
-        running.sync(view)
-        keys, ids, behind = running.preemptible()
-        pinned = running.pinned_gpus
-    elif isinstance(running, RemainingTimeOrder):
+    capacity = training_capacity(view)
+    if running is not None:
         first = walk.first_key()
         if first is None:
             return
         keys, ids, behind, below, pinned = running.tail(view, first)
-        if below <= training_capacity(view) - pinned:
+        if below <= capacity - pinned:
             pinned += below  # the walk keeps them all before it meets the first queued job
         else:  # capacity shrank under the running jobs: the walk stops among them
             keys, ids, behind, pinned = _running_in_order(view, key)
     else:
         keys, ids, behind, pinned = _running_in_order(view, key)
-    decisions = _preempt_in_priority_order(view, keys, ids, behind, pinned, walk)
+    decisions = _preempt_in_priority_order(view, keys, ids, behind, capacity - pinned, walk)
     for decision in decisions:
         if order is not None and isinstance(decision, Launch):
             order.forget(decision.job_id)
@@ -88,14 +88,15 @@ def _queue_in_order(
 ) -> list[tuple[SortKey, JobView]]:
     """(sort key, job) of every queued job, best first."""
     if order is not None:
-        return list(order.entries(view))
+        return order.in_order(view)
     return sorted(((key(j), j.trace_index), j) for j in view.queue.values())
 
 
 def _running_in_order(
     view: ClusterView, key: Callable[[JobView], Any]
 ) -> tuple[list[SortKey], list[str], list[int], int]:
-    """What `RunningOrder.preemptible` gives, and the pinned GPUs, sorted afresh."""
+    """(sort keys, ids, GPUs behind) of every preemptible running job, and the pinned GPUs,
+    sorted afresh."""
     keys: list[SortKey] = []
     ids: list[str] = []
     gpus: list[int] = []
@@ -115,12 +116,13 @@ def _preempt_in_priority_order(
     keys: Sequence[SortKey],
     ids: list[str],
     behind: list[int],
-    pinned_gpus: int,
+    budget: int,
     walk: FittingWalk,
 ) -> Iterator[Decision]:
     """`preemptive_schedule` over the running jobs (`ids`, sorted by `keys`; `behind[k]`
-    the GPUs of the last k) merged with the queued jobs of `walk`: the same decisions in
-    the same order, without a Python step per running job kept.
+    the GPUs of the last k) merged with the queued jobs of `walk`, from `budget` GPUs (the
+    capacity less what the jobs not handed over keep): the same decisions in the same
+    order, without a Python step per running job kept.
 
     A queued job asking for more than the budget left is passed over without a step: the
     budget only shrinks along the walk, so it could not be kept further on either; and once
@@ -132,7 +134,8 @@ def _preempt_in_priority_order(
     inside a run the longest stretch that fits by bisection over their GPUs
     (`_keep_running`): it steps only at the running jobs it evicts.
     """
-    budget = training_capacity(view) - pinned_gpus
+    # the first running job ranked after a queued one: by bisection, in C
+    locate = keys.bisect_left if isinstance(keys, TailKeys) else partial(bisect_left, keys)
     evicted: list[str] = []
     waiting: list[JobView] = []
     pos, stopped = 0, budget <= 0
@@ -142,7 +145,7 @@ def _preempt_in_priority_order(
         if candidate is None:
             break
         sort_key, job = candidate
-        end = bisect_left(keys, sort_key, pos)
+        end = locate(sort_key, pos)
         pos, budget, stopped = _keep_running(ids, behind, pos, end, budget, evicted)
         if stopped or budget <= 0:
             stopped = True

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -40,9 +41,11 @@ class RemainingTimeOrder:
         self._view = view
         self._allocation_mark = self._progress_mark = 0
         self._row: dict[str, int] = {}  # preemptible running job -> its row
-        self._ids: list[str] = []  # by row, as the arrays' columns
+        self._used = 0  # rows ever taken: each holds a job or is spare
+        self._spare: list[int] = []  # rows below `_used` freed by `_drop`, to reuse
         self._allocate(64)
         self._gpus_total = 0
+        self._scaled = self._weighted = 0  # rows whose scale, weight is not 1.0
         self._piecewise: set[str] = set()
         self._pinned: dict[str, int] = {}  # non-preemptible running jobs -> GPUs
         self._pinned_gpus = 0
@@ -50,16 +53,21 @@ class RemainingTimeOrder:
     def _allocate(self, capacity: int) -> None:
         """Arrays of `capacity` rows, the used ones copied. A round evaluates every row, used
         or not (slicing to the used ones costs more than the spare rows): a spare row's
-        scale is NaN, so its key is NaN and never reaches a threshold."""
+        `since` is NaN, so its key is NaN and never reaches a threshold. Rows are not
+        compacted (a job's row is freed and reused): the tail's order is that of the keys
+        and trace indexes, whatever rows hold them."""
         lines = np.full((5, capacity), np.nan)  # left, since, rate, scale, weight
         ints = np.zeros((2, capacity), dtype=np.int64)  # GPUs, trace index
-        used = len(self._ids)
+        ids = np.full(capacity, "", dtype=object)  # job ids ("" on a spare row)
+        used = self._used
         if used:
             lines[:, :used] = self._lines[:, :used]
             ints[:, :used] = self._ints[:, :used]
+            ids[:used] = self._ids[:used]
         self._lines, self._ints = lines, ints
         self._left, self._since, self._rate, self._scale, self._weight = lines
         self._gpus, self._index = ints
+        self._ids = ids  # an array, so the tail's ids are taken in C
         self._keys = np.empty(capacity)
 
     def _sync(self, view: ClusterView) -> None:
@@ -83,13 +91,19 @@ class RemainingTimeOrder:
         row = self._row.get(job_id)
         gpus = job.gpus
         if row is None:
-            row = len(self._ids)
-            if row == len(self._keys):
-                self._allocate(2 * row)
+            if self._spare:
+                row = self._spare.pop()
+            else:
+                row = self._used
+                if row == len(self._keys):
+                    self._allocate(2 * row)
+                self._used += 1
+            self._ids[row] = job_id
             self._row[job_id] = row
-            self._ids.append(job_id)
         else:
             self._gpus_total -= int(self._gpus[row])
+            self._scaled -= int(self._scale[row] != 1.0)
+            self._weighted -= int(self._weight[row] != 1.0)
         self._gpus_total += gpus
         line = job.progress_line
         if line is None:
@@ -98,7 +112,10 @@ class RemainingTimeOrder:
         else:
             self._piecewise.discard(job_id)
         self._left[row], self._since[row], self._rate[row] = line
-        self._scale[row], self._weight[row] = self._factors(job)
+        scale, weight = self._factors(job)
+        self._scale[row], self._weight[row] = scale, weight
+        self._scaled += scale != 1.0
+        self._weighted += weight != 1.0
         self._gpus[row] = gpus
         self._index[row] = job.trace_index
 
@@ -108,15 +125,11 @@ class RemainingTimeOrder:
             return
         self._piecewise.discard(job_id)
         self._gpus_total -= int(self._gpus[row])
-        ids = self._ids
-        last = len(ids) - 1
-        if row != last:  # the last row fills the hole
-            self._lines[:, row] = self._lines[:, last]
-            self._ints[:, row] = self._ints[:, last]
-            ids[row] = ids[last]
-            self._row[ids[row]] = row
-        self._scale[last] = np.nan  # a spare row again
-        del ids[last]
+        self._scaled -= int(self._scale[row] != 1.0)
+        self._weighted -= int(self._weight[row] != 1.0)
+        self._since[row] = np.nan  # a spare row again
+        self._ids[row] = ""
+        self._spare.append(row)
 
     def tail(
         self, view: ClusterView, threshold: SortKey
@@ -131,8 +144,10 @@ class RemainingTimeOrder:
         np.multiply(keys, self._rate, out=keys)
         np.subtract(self._left, keys, out=keys)
         np.maximum(keys, 0.0, out=keys)
-        np.multiply(keys, self._scale, out=keys)
-        np.multiply(keys, self._weight, out=keys)
+        if self._scaled:  # x * 1.0 is x to the bit: unit factors need no pass
+            np.multiply(keys, self._scale, out=keys)
+        if self._weighted:
+            np.multiply(keys, self._weight, out=keys)
         if self._piecewise:
             running, row = view.running, self._row
             for job_id in self._piecewise:
@@ -146,15 +161,18 @@ class RemainingTimeOrder:
         while ties < len(key_list) and key_list[ties] == least_key \
                 and index_list[ties] <= least_index:
             ties += 1
-        rows = rows[order[ties:]]
+        if ties:
+            del key_list[:ties], index_list[:ties]
+            order = order[ties:]
+        rows = rows[order]
         behind = [0, *self._gpus[rows[::-1]].cumsum().tolist()]
-        ids = self._ids
-        return (_SortKeys(key_list[ties:], index_list[ties:]), [ids[r] for r in rows.tolist()],
+        return (TailKeys(key_list, index_list), self._ids[rows].tolist(),
                 behind, self._gpus_total - behind[-1], self._pinned_gpus)
 
 
-class _SortKeys(Sequence[SortKey]):
-    """(key, trace index) pairs made only when read: the greedy walk bisects them."""
+class TailKeys(Sequence[SortKey]):
+    """(key, trace index) pairs made only when read; the greedy walk bisects them by their
+    keys alone (`bisect_left`), in C."""
 
     __slots__ = ("_keys", "_index")
 
@@ -167,3 +185,13 @@ class _SortKeys(Sequence[SortKey]):
 
     def __getitem__(self, i):  # type: ignore[override]  # the walk reads single items
         return self._keys[i], self._index[i]
+
+    def bisect_left(self, sort_key: SortKey, lo: int) -> int:
+        """`bisect.bisect_left(self, sort_key, lo)`: by key, then past the equal keys of
+        earlier trace indexes."""
+        key, index = sort_key
+        keys = self._keys
+        at = bisect_left(keys, key, lo)
+        while at < len(keys) and keys[at] == key and self._index[at] < index:
+            at += 1
+        return at

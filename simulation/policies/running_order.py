@@ -46,6 +46,7 @@ class RunningOrder:
         self._keys: list[SortKey] = []  # of the preemptible running jobs, sorted
         self._ids: list[str] = []  # their ids, in the same order
         self._gpus: list[int] = []  # their GPUs, in the same order
+        self._gpus_total = 0  # the sum of `_gpus`
         self._entry: dict[str, SortKey] = {}
         self._pinned: dict[str, int] = {}  # non-preemptible running jobs (not in `_entries`)
         self._pinned_gpus = 0
@@ -53,7 +54,6 @@ class RunningOrder:
         self._stamp: dict[str, int] = {}
         self._seq = 0
         # GPUs of the last k jobs of `_ids` at position k, right for k <= `_behind_valid`
-        # (a launched job enters near the front of the order, so these sums stay right)
         self._behind = [0]
         self._behind_valid = 0
 
@@ -88,13 +88,17 @@ class RunningOrder:
         if not due:
             return None
         horizon = due[0][0] + 2 * self._slack
+        running = view.running
+        count = len(due)
+        if (count < 2 or due[1][0] > horizon) and (count < 3 or due[2][0] > horizon):
+            # only the top is that close (every other entry is past one of its children)
+            return self._changes_at(view, running[due[0][2]])
         while due and due[0][0] <= horizon:
             entry = heapq.heappop(due)
             if self._stamp.get(entry[2]) == entry[1]:
                 popped.append(entry)
         for entry in popped:
             heapq.heappush(due, entry)
-        running = view.running
         return min(self._changes_at(view, running[job_id]) for _, _, job_id in popped)
 
     def _add(self, view: ClusterView, job: JobView) -> None:
@@ -108,6 +112,7 @@ class RunningOrder:
         self._keys.insert(at, sort_key)
         self._ids.insert(at, job_id)
         self._gpus.insert(at, job.gpus)
+        self._gpus_total += job.gpus
         self._entry[job_id] = sort_key
         self._behind_valid = min(self._behind_valid, len(self._ids) - at - 1)
         changes_at = self._changes_at(view, job)
@@ -127,21 +132,33 @@ class RunningOrder:
         at = bisect_left(self._keys, sort_key)
         del self._keys[at]
         del self._ids[at]
-        del self._gpus[at]
+        self._gpus_total -= self._gpus.pop(at)
         self._stamp.pop(job_id, None)
         self._behind_valid = min(self._behind_valid, len(self._ids) - at)
 
-    def preemptible(self) -> tuple[list[SortKey], list[str], list[int]]:
-        """(sort keys, job ids, GPUs behind) of the preemptible running jobs, the GPUs of
-        the last k jobs at position k; recomputed back to the last position that changed."""
-        valid, ids, behind = self._behind_valid, self._ids, self._behind
-        if valid < len(ids) or len(behind) != len(ids) + 1:
+    def tail(
+        self, view: ClusterView, threshold: SortKey
+    ) -> tuple[list[SortKey], list[str], list[int], int, int]:
+        """As `RemainingTimeOrder.tail`: (sort keys, ids, GPUs behind) of the preemptible
+        running jobs ranked after `threshold`, in order, the GPUs of the last k at position
+        k; the GPUs of the preemptible ones ranked before it; the GPUs of the
+        non-preemptible ones. The sums behind are recomputed only over the tail, back to
+        the last position that changed: jobs join and leave at both ends of the order
+        (launches near the front, preemptions at the back), so sums over the whole order
+        were recomputed nearly whole every round."""
+        self.sync(view)
+        keys, ids, behind = self._keys, self._ids, self._behind
+        start = bisect_left(keys, threshold)
+        count = len(ids) - start
+        valid = self._behind_valid
+        if valid < count:
             base = behind[valid]
             del behind[valid:]
-            behind.extend(accumulate(reversed(self._gpus[: len(ids) - valid]), initial=base))
-            self._behind_valid = len(ids)
-        return self._keys, ids, behind
+            behind.extend(accumulate(reversed(self._gpus[start: len(ids) - valid]),
+                                     initial=base))
+        else:
+            del behind[count + 1:]
+        self._behind_valid = count
+        return (keys[start:], ids[start:], behind, self._gpus_total - behind[count],
+                self._pinned_gpus)
 
-    @property
-    def pinned_gpus(self) -> int:
-        return self._pinned_gpus

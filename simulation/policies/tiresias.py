@@ -124,7 +124,8 @@ class Tiresias(Policy):
 
     def _frozen_key(self, job: JobView) -> tuple[int, bool, float]:
         """`priority_key` of a waiting job when promotion is off (no clock needed)."""
-        return (bisect_right(self._bounds, self._service(job)[0]), True, job.submit_time)
+        attained = job.attained_service if not self._reset else self._service(job)[0]
+        return (bisect_right(self._bounds, attained), True, job.submit_time)
 
     def next_wakeup(self, view: ClusterView) -> float | None:
         """When a running job is next demoted or a queued one promoted (only while jobs wait:
