@@ -181,12 +181,12 @@ class PendingByQueue:
         for job_id in queued:
             if job_id not in waiting:
                 continue  # launched since, as the allocation log says
+            job = view.queue[job_id]
             queue = queue_name.get(job_id)
             if queue is None:
-                queue = queue_name[job_id] = queue_of(view.job(job_id).spec, quotas)
+                queue = queue_name[job_id] = queue_of(job.spec, quotas)
             elif job_id not in jobs[queue]:
                 resort.add(queue)  # back in the queue: not necessarily at its end
-            job = view.queue[job_id]
             if job_id not in jobs[queue]:
                 self._gpus[queue] += job.spec.num_gpus
             jobs[queue][job_id] = job
@@ -312,11 +312,11 @@ class ResourceTimePlan:
         """The first point (the origin or a reservation's start) where the plan holds more
         than `capacity - gpus` GPUs; infinity if there is none."""
         if self._sweep is None:
-            starts = np.asarray(self._starts)
-            ends = np.sort(np.asarray(self._ends))
-            order = np.argsort(starts, kind="stable")
-            starts, gpus_by_start = starts[order], np.asarray(self._gpus)[order]
-            gpus_by_end = np.asarray(self._gpus)[np.argsort(self._ends, kind="stable")]
+            starts, ends, widths = (np.asarray(self._starts), np.asarray(self._ends),
+                                    np.asarray(self._gpus))
+            by_start, by_end = np.argsort(starts), np.argsort(ends)
+            starts, gpus_by_start = starts[by_start], widths[by_start]
+            ends, gpus_by_end = ends[by_end], widths[by_end]
             points = np.unique(np.concatenate(([self.origin], starts)))
             began = np.concatenate(([0], np.cumsum(gpus_by_start)))
             ended = np.concatenate(([0], np.cumsum(gpus_by_end)))
