@@ -53,6 +53,15 @@ class ShareCycle:
         cycle._fill(first, start, quantum, length, runs, values, loop)
         return cycle
 
+    def with_runs(self, runs: tuple[int, ...]) -> ShareCycle:
+        """This cycle with its values in the quanta `runs` (as many, ascending) instead: the
+        same sums, so a crowded server's units that each run as often share them."""
+        cycle = ShareCycle.__new__(ShareCycle)
+        cycle.first, cycle.start, cycle.quantum = self.first, self.start, self.quantum
+        cycle.length, cycle.loop = self.length, self.loop
+        cycle.runs, cycle.values, cycle.sums = runs, self.values, self.sums
+        return cycle
+
     def _fill(self, first: float, start: float, quantum: float, length: int,
               runs: Sequence[int], values: Sequence[float], loop: int) -> None:
         self.first = first

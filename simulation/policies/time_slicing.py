@@ -16,13 +16,15 @@ once (`ShareCycle`), instead of a share per job per quantum.
 A slice lists the shares of the units its turn decided one by one, the front of the
 rotation; the rest of the rotation is suspended without being listed, and the rotation
 itself is a window of a tape the plan's slices share (`Slice`), so a quantum costs the
-units that run, not every unit of a crowded server (hundreds on the Muri traces).
+units that run, not every unit of a crowded server (hundreds on the Muri traces). Units of
+one size, once every quantum runs the next `width` of them, turn as a `Ring`: the plan
+lists the slices before it and reads the ring's quanta in closed form.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from simulation.share_cycle import ShareCycle
@@ -65,11 +67,71 @@ class Slice:
         return self.head + tuple(self.tape[self.start:self.end])
 
 
+class Ring:
+    """A plan's quanta from its last listed slice on, in closed form: `n` units of one
+    size, `width` of which run at a time, at least two widths of them, so every quantum
+    runs the next `width` units of `order` (wrapping), each resumed from a suspension at
+    `share`, after a quantum that ran `width` units too (`plan_rotation`). Ring quantum k
+    runs `order[(k·width + t) % n]` for t < width, its rotation is `order` turned by
+    k·width, and it swaps out the `width` units the quantum before ran. A ring of
+    hundreds of units repeats only every n / gcd(n, width) quanta, so its slices are made
+    when read, not played forward (3.5 M slices on muri_trace2, issue #16)."""
+
+    __slots__ = ("order", "tape", "n", "width", "share", "count")
+
+    def __init__(self, order: tuple[Unit, ...], width: int, share: float) -> None:
+        self.order = order
+        self.tape = list(order) * 2  # a window of n from any offset is a turned `order`
+        self.n = len(order)
+        self.width = width
+        self.share = share
+        self.count = 0  # ring quanta in the plan, set once its length is known
+
+    def slice(self, k: int) -> Slice:
+        """Ring quantum k as the slice stepping would have made (its tape another list)."""
+        width, offset = self.width, k * self.width % self.n
+        s = _new_slice(Slice)
+        s.head, s.tape, s.start, s.end = (), self.tape, offset, offset + self.n
+        s.ran = ran = tuple(self.tape[offset:offset + width])
+        s.shares = dict.fromkeys(ran, self.share)
+        s.suspends = width
+        s.reached = width
+        return s
+
+    def suspends(self, lo: int, hi: int) -> int:
+        """The units swapped out at the boundaries into ring quanta lo .. hi - 1."""
+        return max(0, hi - lo) * self.width
+
+    def quanta_of(self) -> Iterator[tuple[Unit, range]]:
+        """Each unit that runs in the ring's `count` quanta, in the order stepping first
+        runs them, with the numbers × width + position of the quanta it runs in: the
+        unit at position p runs once per lap, in ring quantum (p + lap·n) // width."""
+        limit, n = self.count * self.width, self.n
+        for position, unit in enumerate(self.order[:limit]):
+            yield unit, range(position, limit, n)
+
+    def repeats(self, s: Slice) -> int | None:
+        """The first ring quantum equal to `s` (rotation, running units, their shares), or
+        None: quantum k starts at offset k·width mod n, so offset o is reached when
+        g = gcd(n, width) divides it, at k = (o / g)·(width / g)⁻¹ mod n / g."""
+        rotation, width, n = s.rotation, self.width, self.n
+        if len(rotation) != n or len(s.ran) != width:
+            return None
+        offset = self.order.index(rotation[0]) if rotation[0] in self.order else -1
+        g = math.gcd(n, width)
+        if (offset < 0 or offset % g or rotation != tuple(self.tape[offset:offset + n])
+                or s.ran != rotation[:width]
+                or any(s.shares[u] != self.share for u in s.ran)):
+            return None
+        return offset // g * pow(width // g, -1, n // g) % (n // g)
+
+
 @dataclass(slots=True)
 class RotationPlan:
-    """The slices of a server from the quantum starting at `origin` on: `slices[i]` is
-    quantum i, and past the end the slices from `loop` on repeat, unless the plan `expires`
-    there (then `loop` is its last slice, a placeholder the policy never lets run).
+    """The slices of a server from the quantum starting at `origin` on: `slice(i)` is
+    quantum i, and past the plan's `quanta` the slices from `loop` on repeat, unless the
+    plan `expires` there (then `loop` is its last slice, a placeholder the policy never
+    lets run). `slices` lists the first quanta; a `ring` holds the rest in closed form.
     `counted` is the last quantum whose suspends are in the policy's counter."""
 
     origin: float
@@ -87,6 +149,12 @@ class RotationPlan:
     # (start, each unit's share in quantum 0 and its `ShareCycle` from `start` on, None if
     # its share stays): for the units that run, at the first `unit_cycles`
     cycles: tuple[float, dict[Unit, tuple[float, ShareCycle | None]]] | None = None
+    ring: Ring | None = None  # the quanta after `slices`, if a ring turns there
+
+    @property
+    def quanta(self) -> int:
+        """The quanta the plan lists before it loops back (or expires)."""
+        return len(self.slices) + (self.ring.count if self.ring is not None else 0)
 
     def holds(self, unit: Unit) -> bool:
         """Whether `unit` is in the plan's rotation (a pack formed since is not)."""
@@ -100,31 +168,51 @@ class RotationPlan:
 
     def expiry(self, quantum: float) -> float:
         """When an expiring plan must be replaced: the start of the quantum after its last."""
-        return self.origin + len(self.slices) * quantum
+        return self.origin + self.quanta * quantum
 
     def index(self, quantum_start: float, quantum: float) -> int:
         """The quantum number of the quantum starting at `quantum_start`."""
         return round((quantum_start - self.origin) / quantum)
 
     def slice(self, i: int) -> Slice:
-        n = len(self.slices)
-        return self.slices[i if i < n else self.loop + (i - self.loop) % (n - self.loop)]
+        n, listed = self.quanta, len(self.slices)
+        if i >= n:
+            i = self.loop + (i - self.loop) % (n - self.loop)
+        if i < listed:
+            return self.slices[i]
+        assert self.ring is not None
+        return self.ring.slice(i - listed)
+
+    def _suspends(self, lo: int, hi: int) -> int:
+        """Suspensions at the boundaries into quanta lo .. hi - 1 (hi <= `quanta`)."""
+        listed = len(self.slices)
+        total = sum(s.suspends for s in self.slices[lo:min(hi, listed)])
+        if hi > listed and self.ring is not None:
+            total += self.ring.suspends(max(lo, listed) - listed, hi - listed)
+        return total
+
+    def _in_loop(self, lo: int, hi: int) -> int:
+        """Suspensions at the boundaries into the loop's quanta lo .. hi - 1, counted from
+        its start, which is entered from the plan's last quantum (`loop_suspends`)."""
+        if hi <= lo:
+            return 0
+        loop = self.loop
+        return ((self.loop_suspends if lo == 0 else 0)
+                + self._suspends(loop + max(lo, 1), loop + hi))
 
     def suspends_through(self, i: int) -> int:
         """Suspensions at the boundaries into quanta counted + 1 .. i."""
-        total = 0
-        n, loop = len(self.slices), self.loop
+        n, loop = self.quanta, self.loop
         j = self.counted + 1
-        while j <= i and j < n:
-            total += self.slices[j].suspends
-            j += 1
-        if j <= i:  # whole loops, then the rest; each enters `slices[loop]` from the last
+        total = self._suspends(j, min(i + 1, n)) if j < n else 0
+        j = max(j, min(i + 1, n))
+        if j <= i:  # whole loops, then the rest
             period = n - loop
-            counts = [self.loop_suspends] + [s.suspends for s in self.slices[loop + 1:]]
             loops, rest = divmod(i - j + 1, period)
-            total += loops * sum(counts)
             offset = (j - loop) % period
-            total += sum(counts[(offset + r) % period] for r in range(rest))
+            total += (loops * self._in_loop(0, period)
+                      + self._in_loop(offset, min(offset + rest, period)))
+            total += self._in_loop(0, offset + rest - period)
         self.counted = max(self.counted, i)
         return total
 
@@ -254,48 +342,30 @@ def plan_rotation(origin: float, first: Slice, units: Mapping[Unit, int], gpus: 
     while no slice has a head, the tape repeats with the rotation's length (each unit
     appended is the one that many places before it), so the window's first unit says
     the whole rotation; after that, the ends of the rotation (`_ends`). Slices with the
-    same key are compared unit by unit before the plan loops."""
+    same key are compared unit by unit before the plan loops. Once units of one size turn
+    as a ring, the rest of the plan is the ring's closed form (`_ring_plan`)."""
     slices = [first]
     seen: dict[tuple, list[int]] = {}  # not `first`: its suspends are a touch's
     smallest = min(units.values(), default=0)
     # Units of one size (Algorithm 1 fills a server with jobs of one size: 99.95 % of the
-    # boundary turns on muri_trace2) run gpus // size at a time: see the ring step below.
+    # boundary turns on muri_trace2) run gpus // size at a time: a ring (`Ring`) from the
+    # first slice whose walk ran `width` units and no other, if two widths of units wait.
     width = gpus // smallest if smallest == max(units.values(), default=0) > 0 else 0
-    ring_shares = (resumed,) * width
-    ring = not first.head
+    tape_repeats = not first.head
     while len(slices) < horizon:
         last = slices[-1]
-        following = key = None
-        if (width and resumed > SUSPENDED and not last.head and last.reached == len(last.ran)
-                and last.end == len(last.tape)):
-            # The ring step, `boundary_turn` written out for units of one size when every
-            # unit walked ran (none stays in front): the units that ran go to the back and
-            # the next `width` units of the window run, all resumed from a suspension
-            # (they lie past the ones that ran; if the window ends first, in a rotation
-            # shorter than the two, `boundary_turn` walks it); the key is `_key`'s
-            start, end = last.start + len(last.ran), last.end
-            front = last.tape[start:start + width]
-            if len(front) == width:
-                tape = last.tape
-                tape.extend(last.ran)
-                following = _new_slice(Slice)
-                following.head, following.tape, following.start = (), tape, start
-                following.end = end + len(last.ran)
-                following.ran = ran = tuple(front)
-                following.shares, following.suspends = dict.fromkeys(ran, resumed), len(last.ran)
-                following.reached = width
-                if ring:
-                    key = (front[0], ran, ring_shares)
-        if following is None:
-            following = boundary_turn(last, units, gpus, resumed, smallest)
+        if (width and resumed > SUSPENDED and not last.head
+                and last.reached == len(last.ran) == width
+                and last.end - last.start >= 2 * width):
+            return _ring_plan(origin, slices, width, resumed, loops, horizon)
+        following = boundary_turn(last, units, gpus, resumed, smallest)
         if loops:
-            if ring and following.head:  # the tape repeats no more: key every slice anew
-                ring = False
+            if tape_repeats and following.head:  # the tape repeats no more: key anew
+                tape_repeats = False
                 seen = {}
                 for j in range(1, len(slices)):
                     seen.setdefault(_key(slices[j], False), []).append(j)
-            if key is None:
-                key = _key(following, ring)
+            key = _key(following, tape_repeats)
             earlier = seen.get(key)
             if earlier is None:
                 seen[key] = [len(slices)]
@@ -307,6 +377,33 @@ def plan_rotation(origin: float, first: Slice, units: Mapping[Unit, int], gpus: 
                 earlier.append(len(slices))
         slices.append(following)
     return RotationPlan(origin, slices, len(slices) - 1, expires=True)
+
+
+def _ring_plan(origin: float, slices: list[Slice], width: int, share: float, loops: bool,
+               horizon: int) -> RotationPlan:
+    """`plan_rotation` on from `slices[-1]`, after which the units turn as a `Ring`: the
+    units it ran go to the back and every quantum runs the next `width`. As stepping
+    would, the plan loops back to the first slice that a later quantum equals (a listed
+    slice after `first` that the ring reaches, `Ring.repeats`, else the ring's first
+    quantum, which returns after n / gcd(n, width) quanta), or expires at `horizon`."""
+    last = slices[-1]
+    rotation = last.rotation
+    # `last.ran` is the front of its rotation (its walk ran every unit it met)
+    ring = Ring(rotation[width:] + last.ran, width, share)
+    listed = len(slices)
+    room = horizon - listed
+    if loops:
+        back, at = ring.n // math.gcd(ring.n, width), listed
+        for j in range(1, listed):
+            k = ring.repeats(slices[j])
+            if k is not None and k < back:
+                back, at = k, j
+        if back < room:
+            ring.count = back
+            return RotationPlan(origin, slices, at, loop_suspends=width,
+                                ring=ring if back else None)
+    ring.count = room
+    return RotationPlan(origin, slices, horizon - 1, expires=True, ring=ring)
 
 
 def _key(s: Slice, ring: bool) -> tuple:
@@ -346,7 +443,7 @@ def unit_cycles(plan: RotationPlan, start: float, quantum: float
     from the quanta each unit runs in (one or two of ~55 on a crowded server), and
     `least_share` with them."""
     if plan.cycles is None or plan.cycles[0] != start:
-        n, loop = len(plan.slices), plan.loop
+        n, loop = plan.quanta, plan.loop
         # each unit's quanta with a share above 0, counted from quantum 1 (quantum 0 is -1)
         runs: dict[Unit, list[int]] = {}
         values: dict[Unit, list[float]] = {}
@@ -364,6 +461,18 @@ def unit_cycles(plan: RotationPlan, start: float, quantum: float
                     values[u].append(share)
                 if share < least:
                     least = share
+        ring = plan.ring
+        ring_only: list[tuple[Unit, range]] = []  # units that first run in the ring
+        if ring is not None and ring.count:
+            share, width, base = ring.share, ring.width, len(plan.slices) - 1
+            for u, laps in ring.quanta_of():
+                unit_runs = runs.get(u)
+                if unit_runs is None:
+                    ring_only.append((u, laps))
+                else:
+                    unit_runs.extend([base + x // width for x in laps])
+                    values[u].extend([share] * len(laps))
+            least = min(least, share)
         plan.least_share = least
         cycles: dict[Unit, tuple[float, ShareCycle | None]] = {}
         # from quantum 1 on: the quanta shift down by one; with no prefix (loop 0) quantum 0
@@ -387,13 +496,27 @@ def unit_cycles(plan: RotationPlan, start: float, quantum: float
                 rest_values.append(first)
             cycles[unit] = (first, sparse(first, start, quantum, rest_length, unit_runs,
                                           rest_values, rest_loop))
+        if ring_only:  # suspended in quantum 0, then at the ring's share in each of its laps
+            assert ring is not None
+            share, width, base = ring.share, ring.width, len(plan.slices) - 1
+            alike: dict[int, ShareCycle] = {}  # a cycle with as many runs, for its values
+            for unit, laps in ring_only:
+                runs_of_unit = tuple([base + x // width for x in laps])
+                model = alike.get(len(runs_of_unit))
+                if model is None:
+                    cycle = alike[len(runs_of_unit)] = sparse(
+                        SUSPENDED, start, quantum, rest_length, runs_of_unit,
+                        (share,) * len(runs_of_unit), rest_loop)
+                else:
+                    cycle = model.with_runs(runs_of_unit)
+                cycles[unit] = (SUSPENDED, cycle)
         plan.cycles = (start, cycles)
     return plan.cycles[1]
 
 
 def unit_sequence(plan: RotationPlan, start: int, unit: Unit) -> ShareSequence:
     """`unit`'s shares in `plan` from quantum `start` on."""
-    n, loop = len(plan.slices), plan.loop
+    n, loop = plan.quanta, plan.loop
     if not plan.holds(unit):
         return [1.0] * (n - start if start < loop else n - loop), max(0, loop - start)
     # filled in from the quanta the unit runs in, a few of up to `HORIZON`: a job spread
@@ -404,6 +527,11 @@ def unit_sequence(plan: RotationPlan, start: int, unit: Unit) -> ShareSequence:
         for i, s in enumerate(plan.slices):
             for u in s.ran:
                 runs_of.setdefault(u, []).append((i, s.shares[u]))
+        ring = plan.ring
+        if ring is not None:
+            share, width, base = ring.share, ring.width, len(plan.slices)
+            for u, laps in ring.quanta_of():
+                runs_of.setdefault(u, []).extend([(base + x // width, share) for x in laps])
         plan.runs_of = runs_of
     runs = plan.runs_of.get(unit, ())
     if start < loop:

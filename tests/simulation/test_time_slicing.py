@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from simulation.policies.time_slicing import (
     HORIZON,
+    Ring,
     RotationPlan,
     Slice,
     boundary_turn,
@@ -23,6 +24,11 @@ from simulation.policies.time_slicing import (
 from simulation.share_cycle import ShareCycle
 
 GPUS = 4
+
+
+def all_slices(plan: RotationPlan) -> list[Slice]:
+    """Every quantum of a plan up to its loop's end, as `plan.slice` gives them."""
+    return [plan.slice(i) for i in range(plan.quanta)]
 
 
 @st.composite
@@ -50,7 +56,7 @@ def test_plan_matches_stepping_every_quantum(server):
     units, old, running, loops = server
     first = turn(list(units), old, units, GPUS, running, 0.5)
     plan = plan_rotation(0.0, first, units, GPUS, 0.9, loops=loops)
-    last = 100 if not plan.expires else len(plan.slices) - 1
+    last = 100 if not plan.expires else plan.quanta - 1
     current, swapped = first, 0
     for k in range(1, last + 1):
         current = boundary_turn(current, units, GPUS, 0.9)
@@ -59,19 +65,19 @@ def test_plan_matches_stepping_every_quantum(server):
         assert [plan.share(k, u) for u in current.rotation] == \
             [current.shares.get(u, 0.0) for u in current.rotation], k
     assert plan.suspends_through(last) == swapped
-    assert plan.expires or len(plan.slices) < HORIZON
+    assert plan.expires or plan.quanta < HORIZON
     # every unit's sequence from quantum 0 (built for all units at once) is its column
     for unit in [*units, "not-planned"]:
-        expected = [(s.shares.get(unit, 0.0) if unit in units else 1.0) for s in plan.slices]
+        expected = [(s.shares.get(unit, 0.0) if unit in units else 1.0) for s in all_slices(plan)]
         assert unit_sequence(plan, 0, unit) == (expected, plan.loop)
     # ... and from any later quantum, the slices from there on (looping back past the end)
-    n, loop = len(plan.slices), plan.loop
+    n, loop = plan.quanta, plan.loop
     for start in range(1, n + 3):
         if start < loop:
-            order, rest_loop = plan.slices[start:], loop - start
+            order, rest_loop = all_slices(plan)[start:], loop - start
         else:
             offset = (start - loop) % (n - loop)
-            order = [plan.slices[loop + (offset + r) % (n - loop)] for r in range(n - loop)]
+            order = [plan.slice(loop + (offset + r) % (n - loop)) for r in range(n - loop)]
             rest_loop = 0
         for unit in units:
             assert unit_sequence(plan, start, unit) == (
@@ -87,7 +93,7 @@ def test_unit_cycles_are_each_units_sequence_from_the_next_quantum(server):
     first = turn(list(units), old, units, GPUS, running, 0.5)
     plan = plan_rotation(0.0, first, units, GPUS, 0.9, loops=loops)
     cycles = unit_cycles(plan, 60.0, 60.0)
-    ran = {u for s in plan.slices for u in s.ran}
+    ran = {u for s in all_slices(plan) for u in s.ran}
     assert set(cycles) == ran
     for unit in ran:
         values, loop = unit_sequence(plan, 0, unit)
@@ -97,7 +103,7 @@ def test_unit_cycles_are_each_units_sequence_from_the_next_quantum(server):
         rest, rest_loop = shifted((values, loop), 1)
         assert cycles[unit] == (values[0], ShareCycle(values[0], 60.0, 60.0, rest, rest_loop))
     assert plan.least_share == min(
-        (s.shares[u] for s in plan.slices for u in s.ran), default=1.0)
+        (s.shares[u] for s in all_slices(plan) for u in s.ran), default=1.0)
 
 
 def test_unit_cycles_of_a_plan_looping_from_its_first_quantum():
@@ -194,7 +200,7 @@ def crowded_servers(draw):
 def _loop_of(units, gpus=8):
     first = turn(list(units), dict.fromkeys(units, 0.0), units, gpus, set(), 0.5)
     plan = plan_rotation(0.0, first, units, gpus, 0.9)
-    return (None if plan.expires else plan.loop), len(plan.slices), \
+    return (None if plan.expires else plan.loop), plan.quanta, \
         plain_plan(first, units, gpus, 0.9)
 
 
@@ -227,9 +233,9 @@ def test_a_plan_loops_back_to_a_slice_keyed_before_a_unit_was_walked_past():
     units = {"a": 3, "b": 1, "c": 3}
     first = turn(list(units), dict.fromkeys(units, 0.0), units, 4, set(), 0.5)
     plan = plan_rotation(0.0, first, units, 4, 0.9)
-    assert [s.rotation for s in plan.slices] == [("a", "b", "c"), ("c", "a", "b"),
+    assert [s.rotation for s in all_slices(plan)] == [("a", "b", "c"), ("c", "a", "b"),
                                                  ("a", "c", "b")]
-    assert [(s.ran, [s.shares[u] for u in s.ran]) for s in plan.slices] == [
+    assert [(s.ran, [s.shares[u] for u in s.ran]) for s in all_slices(plan)] == [
         (("a", "b"), [0.5, 0.5]), (("c", "b"), [0.9, 1.0]), (("a", "b"), [0.9, 1.0])]
     assert (plan.loop, plan.expires, plan.loop_suspends) == (1, False, 1)
 
@@ -253,10 +259,101 @@ def test_a_ring_of_units_of_one_size_turns_as_the_walk_does(size, count, data):
     first = turn(list(units), old, units, 8, running, 0.5)
     plan = plan_rotation(0.0, first, units, 8, 0.9)
     current = first
-    for k in range(1, len(plan.slices)):
+    for k in range(1, plan.quanta):
         current = boundary_turn(current, units, 8, 0.9)
-        got = plan.slices[k]
+        got = plan.slice(k)
         assert (got.rotation, got.ran, got.shares, got.suspends, got.reached) == (
             current.rotation, current.ran, current.shares, current.suspends, current.reached), k
     loop, length = plain_plan(first, units, 8, 0.9)
-    assert ((None if plan.expires else plan.loop), len(plan.slices)) == (loop, length)
+    assert ((None if plan.expires else plan.loop), plan.quanta) == (loop, length)
+
+
+@settings(max_examples=120, deadline=None, derandomize=True)
+@given(st.sampled_from([1, 2, 4]), st.integers(2, 300), st.integers(2, HORIZON),
+       st.booleans(), st.data())
+def test_a_long_ring_in_closed_form_is_the_walk_quantum_by_quantum(size, count, horizon,
+                                                                   loops, data):
+    """A crowded server of units of one size (hundreds on muri_trace2) is planned as a
+    `Ring`: whatever quantum is read, up to the horizon or past the loop, its slice, the
+    swaps counted up to it, each unit's sequence and cycle and the plan's loop are those of
+    stepping `boundary_turn` quantum by quantum from a touch that keeps some units running."""
+    units = {f"u{i:03d}": size for i in range(count)}
+    old = {u: data.draw(st.sampled_from([0.0, 0.0, 1.0])) for u in units}
+    running, free = set(), 8
+    for u in units:
+        if old[u] > 0 and size <= free:
+            running.add(u)
+            free -= size
+        else:
+            old[u] = 0.0
+    first = turn(list(units), old, units, 8, running, 0.5)
+    plan = plan_rotation(0.0, first, units, 8, 0.9, loops=loops, horizon=horizon)
+    loop, length = plain_plan(first, units, 8, 0.9, horizon) if loops else (None, horizon)
+    assert ((None if plan.expires else plan.loop), plan.quanta) == (loop, length)
+    stepped = [first]
+    for _ in range(1, plan.quanta):
+        stepped.append(boundary_turn(stepped[-1], units, 8, 0.9))
+    for k in range(1, plan.quanta):
+        got, want = plan.slice(k), stepped[k]
+        assert (got.rotation, got.ran, got.shares, got.suspends) == (
+            want.rotation, want.ran, want.shares, want.suspends), k
+    # the swaps up to any quantum, read once or in steps, past the loop too
+    ends = sorted(data.draw(st.lists(st.integers(0, 3 * plan.quanta), max_size=4)))
+    beyond = stepped + [boundary_turn(stepped[-1], units, 8, 0.9)]
+    while len(beyond) <= 3 * plan.quanta + 1:
+        beyond.append(boundary_turn(beyond[-1], units, 8, 0.9))
+    counted = 0
+    for end in ends:
+        if plan.expires and end >= plan.quanta:
+            break
+        assert plan.suspends_through(end) == sum(s.suspends for s in beyond[counted + 1:end + 1])
+        counted = max(counted, end)
+    # each unit's shares by quantum and its cycle from the next quantum on
+    cycles = unit_cycles(plan, 60.0, 60.0)
+    for unit in units:
+        values, seq_loop = unit_sequence(plan, 0, unit)
+        assert values == [s.shares.get(unit, 0.0) for s in stepped], unit
+        if unit not in cycles:
+            assert not any(values), unit
+            continue
+        if values.count(values[0]) == len(values):
+            assert cycles[unit] == (values[0], None)
+        else:
+            rest, rest_loop = shifted((values, seq_loop), 1)
+            assert cycles[unit] == (values[0], ShareCycle(values[0], 60.0, 60.0, rest,
+                                                          rest_loop)), unit
+    assert plan.least_share == min((s.shares[u] for s in stepped for u in s.ran), default=1.0)
+
+
+def test_a_ring_loops_back_to_the_slice_it_started_from():
+    """Ten 1-GPU units on 4 GPUs, all suspended before: quantum 0 runs u0-u3 at the touch's
+    share (0.5), then every quantum the next four at 0.9. Quantum 1 is already a ring
+    quantum (offset 0 of u4 .. u3); the ring returns to an offset every 10 / gcd(10, 4) =
+    5 quanta, so quantum 6 equals quantum 1: the plan holds quanta 0-5 and loops to 1,
+    each boundary swapping out the four units that ran."""
+    units = {f"u{i}": 1 for i in range(10)}
+    first = turn(list(units), dict.fromkeys(units, 0.0), units, 4, set(), 0.5)
+    plan = plan_rotation(0.0, first, units, 4, 0.9)
+    assert (plan.quanta, plan.loop, plan.expires, plan.loop_suspends) == (6, 1, False, 4)
+    assert [plan.slice(k).ran for k in (1, 2, 3, 6)] == [
+        ("u4", "u5", "u6", "u7"), ("u8", "u9", "u0", "u1"), ("u2", "u3", "u4", "u5"),
+        ("u4", "u5", "u6", "u7")]
+    assert plan.suspends_through(13) == 13 * 4
+
+
+def test_a_ring_names_the_quantum_a_slice_equals():
+    """Ring quantum k starts at offset 4k mod 10 of `order` (ten units, four at a time):
+    offset 6 is quantum 4 (16 mod 10), an odd offset is never reached (gcd 2), and a slice
+    with the same rotation that runs its units at another share than the ring's is not a
+    ring quantum."""
+    order = tuple(f"u{i}" for i in range(10))
+    ring = Ring(order, 4, 0.9)
+
+    def at(offset, share=0.9):
+        rotation = order[offset:] + order[:offset]
+        return Slice(rotation, dict.fromkeys(rotation[:4], share), 4, rotation[:4], 4)
+
+    assert [ring.repeats(at(o)) for o in (0, 6, 2, 8, 4)] == [0, 4, 3, 2, 1]
+    assert ring.repeats(at(3)) is None
+    assert ring.repeats(at(6, share=1.0)) is None
+    assert ring.slice(4).rotation == at(6).rotation
