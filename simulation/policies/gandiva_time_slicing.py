@@ -27,6 +27,7 @@ from simulation.policies.time_slicing import (
     lowest,
     plan_rotation,
     shifted,
+    steady_share,
     turn,
     unit_cycles,
     unit_sequence,
@@ -216,7 +217,10 @@ class GandivaTimeSlicing:
             # A job already suspended that stays suspended in the whole of its server's
             # fresh plan keeps its share: most members of a crowded server (issue #22).
             runners = self._runners(fresh[sid], members)
-            jobs.update(members.keys() - self._suspended)
+            # a pass over the server's members: `keys() - set` walks the whole set,
+            # every job suspended cluster-wide (thousands on full Philly, issue #22)
+            suspended = self._suspended
+            jobs.update([job_id for job_id in members if job_id not in suspended])
             jobs.update(runners.intersection(members))
             self._let_rest(view.now, members, runners, jobs)
         in_order = sorted(jobs, key=self._rank.__getitem__)
@@ -333,17 +337,25 @@ class GandivaTimeSlicing:
 
     def _sequence_share(self, view: ClusterView, job_id: str) -> SetShare | None:
         """`_share_cycles` for a job spread over servers, in a pack or slowed by locality:
-        the lowest of its units' share sequences, slowed."""
+        the lowest of its units' share sequences, slowed. Where each part's share stays, or
+        one part never runs, so does the lowest: no sequence is built (`steady_share`)."""
         job = view.job(job_id)
+        pack, locality = self._pack_factor(job_id), self._locality(view, job)
+        where, plans = self._where[job_id], self._plans
+        steady = [1.0 if plans.get(sid) is None else steady_share(
+            plans[sid], self._quantum_of(plans[sid]), self._unit_of(job_id, sid))
+            for sid in where]
+        known = [share for share in steady if share is not None]
+        if SUSPENDED in known or len(known) == len(steady):  # one lowest share throughout
+            return self._plain_share(view, job_id, slowed_share(min(known), pack, locality))
         sequence: ShareSequence | None = None
-        for sid in self._where[job_id]:
-            plan = self._plans.get(sid)
+        for sid in where:
+            plan = plans.get(sid)
             part = ([1.0], 0) if plan is None else unit_sequence(
                 plan, self._quantum_of(plan), self._unit_of(job_id, sid))
             sequence = part if sequence is None else lowest(sequence, part)
         assert sequence is not None
         values, loop = sequence
-        pack, locality = self._pack_factor(job_id), self._locality(view, job)
         slowed = {value: slowed_share(value, pack, locality) for value in set(values)}
         values = list(map(slowed.__getitem__, values))
         first = values[0]

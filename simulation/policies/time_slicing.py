@@ -519,21 +519,7 @@ def unit_sequence(plan: RotationPlan, start: int, unit: Unit) -> ShareSequence:
     n, loop = plan.quanta, plan.loop
     if not plan.holds(unit):
         return [1.0] * (n - start if start < loop else n - loop), max(0, loop - start)
-    # filled in from the quanta the unit runs in, a few of up to `HORIZON`: a job spread
-    # over servers or packed asks at every re-plan of any of its servers, and a dense
-    # column per unit of a crowded server would cost them all (issue #16)
-    if plan.runs_of is None:
-        runs_of: dict[Unit, list[tuple[int, float]]] = {}
-        for i, s in enumerate(plan.slices):
-            for u in s.ran:
-                runs_of.setdefault(u, []).append((i, s.shares[u]))
-        ring = plan.ring
-        if ring is not None:
-            share, width, base = ring.share, ring.width, len(plan.slices)
-            for u, laps in ring.quanta_of():
-                runs_of.setdefault(u, []).extend([(base + x // width, share) for x in laps])
-        plan.runs_of = runs_of
-    runs = plan.runs_of.get(unit, ())
+    runs = _runs_of(plan).get(unit, ())
     if start < loop:
         values = [SUSPENDED] * (n - start)
         for i, share in runs:
@@ -547,6 +533,40 @@ def unit_sequence(plan: RotationPlan, start: int, unit: Unit) -> ShareSequence:
         if i >= loop:
             tail[i - loop] = share
     return tail[offset:] + tail[:offset], 0
+
+
+def steady_share(plan: RotationPlan, start: int, unit: Unit) -> float | None:
+    """The share `unit_sequence(plan, start, unit)` holds in every quantum, or None if it
+    changes, read from the quanta the unit runs in: a job spread over servers asks at each
+    re-plan of any of them, and its share mostly stays (hundreds of quanta per server and
+    part on full Philly, issue #22)."""
+    if not plan.holds(unit):
+        return 1.0
+    first = min(start, plan.loop)  # the sequence covers quanta first .. quanta - 1
+    shares = [share for i, share in _runs_of(plan).get(unit, ()) if i >= first]
+    if not shares:
+        return SUSPENDED
+    if len(shares) == plan.quanta - first and shares.count(shares[0]) == len(shares):
+        return shares[0]
+    return None
+
+
+def _runs_of(plan: RotationPlan) -> dict[Unit, list[tuple[int, float]]]:
+    """Each unit's (quantum, share) with a share above 0, ascending, built once per plan:
+    a few of up to `HORIZON` per unit, where a dense column per unit of a crowded server
+    would cost them all (issue #16)."""
+    if plan.runs_of is None:
+        runs_of: dict[Unit, list[tuple[int, float]]] = {}
+        for i, s in enumerate(plan.slices):
+            for u in s.ran:
+                runs_of.setdefault(u, []).append((i, s.shares[u]))
+        ring = plan.ring
+        if ring is not None:
+            share, width, base = ring.share, ring.width, len(plan.slices)
+            for u, laps in ring.quanta_of():
+                runs_of.setdefault(u, []).extend([(base + x // width, share) for x in laps])
+        plan.runs_of = runs_of
+    return plan.runs_of
 
 
 def shifted(seq: ShareSequence, by: int) -> ShareSequence:

@@ -17,6 +17,7 @@ from simulation.policies.time_slicing import (
     lowest,
     plan_rotation,
     shifted,
+    steady_share,
     turn,
     unit_cycles,
     unit_sequence,
@@ -70,6 +71,8 @@ def test_plan_matches_stepping_every_quantum(server):
     for unit in [*units, "not-planned"]:
         expected = [(s.shares.get(unit, 0.0) if unit in units else 1.0) for s in all_slices(plan)]
         assert unit_sequence(plan, 0, unit) == (expected, plan.loop)
+        assert steady_share(plan, 0, unit) == (
+            expected[0] if expected.count(expected[0]) == len(expected) else None)
     # ... and from any later quantum, the slices from there on (looping back past the end)
     n, loop = plan.quanta, plan.loop
     for start in range(1, n + 3):
@@ -82,6 +85,9 @@ def test_plan_matches_stepping_every_quantum(server):
         for unit in units:
             assert unit_sequence(plan, start, unit) == (
                 [s.shares.get(unit, 0.0) for s in order], rest_loop), (start, unit)
+            shares = [s.shares.get(unit, 0.0) for s in order]
+            assert steady_share(plan, start, unit) == (
+                shares[0] if shares.count(shares[0]) == len(shares) else None), (start, unit)
 
 
 @settings(max_examples=300, deadline=None)
@@ -313,6 +319,8 @@ def test_a_long_ring_in_closed_form_is_the_walk_quantum_by_quantum(size, count, 
     for unit in units:
         values, seq_loop = unit_sequence(plan, 0, unit)
         assert values == [s.shares.get(unit, 0.0) for s in stepped], unit
+        assert steady_share(plan, 0, unit) == (
+            values[0] if values.count(values[0]) == len(values) else None), unit
         if unit not in cycles:
             assert not any(values), unit
             continue
