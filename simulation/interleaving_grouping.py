@@ -296,10 +296,12 @@ class _Kind:
 
 
 def _remembered_edge_weights(bucket: Bucket, groups: list[list[int]], config: GroupingConfig,
-                             periods: MergePeriods) -> np.ndarray:
+                             periods: MergePeriods, alike: bool = False) -> np.ndarray:
     """`_edge_weights`, to the bit, with its merge periods from `periods`: the open groups
     sorted by size and timing model in one pass, each group's block named by its rows' ids,
-    and a matrix covering every group written at once."""
+    and a matrix covering every group written at once. With `alike` the diagonal holds
+    each group's weight with a group alike (same rows, solo times and stage counts)
+    instead of 0 (`_typed_edge_weights`)."""
     n = len(groups)
     k = bucket.stages.shape[1]
     ids = periods.row_ids(bucket)
@@ -336,17 +338,23 @@ def _remembered_edge_weights(bucket: Bucket, groups: list[list[int]], config: Gr
             if table is None:
                 table = periods.remember(a.keys, a.blocks(bucket), b.keys, b.blocks(bucket),
                                          pipeline, worst)
-            block = _merge_weights(config, k, p + q, table[a.of[:, None], b.of[None, :]],
-                                   a.busy, b.busy, a.solo, b.solo)
+            table = table[a.of[:, None], b.of[None, :]]
+            if a is b:
+                # A cell of one kind is the larger γ of both merge orders: the γ of the
+                # shorter period, as γ falls when the period grows and so does the room for
+                # the merge (its sums are both orders': + commutes).
+                table = np.minimum(table, table.T)
+            block = _merge_weights(config, k, p + q, table, a.busy, b.busy, a.solo, b.solo)
             # Kinds hold disjoint nodes, so each cell is written by one pair of kinds.
             if a is not b:
                 weights[a.nodes[:, None], b.nodes] = block
                 weights[b.nodes[:, None], a.nodes] = block.T
             elif len(a.nodes) == n:
-                np.maximum(block, block.T, out=weights)
+                weights = block
             else:
-                weights[a.nodes[:, None], a.nodes] = np.maximum(block, block.T)
-    np.fill_diagonal(weights, 0.0)
+                weights[a.nodes[:, None], a.nodes] = block
+    if not alike:
+        np.fill_diagonal(weights, 0.0)
     return weights
 
 
@@ -358,14 +366,14 @@ def _typed_edge_weights(bucket: Bucket, groups: list[list[int]], config: Groupin
     A group's edges depend only on its members' stage rows, solo times, stage counts and
     groupability, in order (its type): jobs of one model and solo time are alike, so a
     bucket of ~70 jobs on Philly with models holds eight types, and a matrix of the types
-    read n × n times is cheaper than one of the groups (issue #22). Each type's group
-    enters a small matching twice, so two groups of one type read the cell of two distinct
-    nodes (`_remembered_edge_weights` puts 0 on its diagonal); a cell of two kinds keeps
-    the order of kinds, and one of one kind the larger of both orders, as there.
+    read n × n times is cheaper than one of the groups (issue #22). Two groups of one type
+    read the types' diagonal, which holds the weight of two such groups (`alike`); a cell
+    of two kinds keeps the order of kinds, and one of one kind the larger of both orders,
+    as there.
 
     Returns the weights (None unless `dense`), one group of each type, each group's type
-    and the types' matrix: the weight of groups u and v is its cell (2 × type of u,
-    2 × type of v + 1), and every positive weight is one of its cells."""
+    and the types' matrix: the weight of groups u ≠ v is its cell (type of u, type of v),
+    and every positive weight is one of its cells."""
     ids = periods.row_ids(bucket)
     solo = bucket.solo.tolist()
     counts = bucket.stage_counts or [0] * len(solo)
@@ -384,12 +392,11 @@ def _typed_edge_weights(bucket: Bucket, groups: list[list[int]], config: Groupin
             found = types[key] = len(firsts)
             firsts.append(group)
         of.append(found)
-    table = _remembered_edge_weights(bucket, [g for g in firsts for _ in (0, 1)], config,
-                                     periods)
+    table = _remembered_edge_weights(bucket, firsts, config, periods, alike=True)
     types_of = np.array(of, dtype=np.intp)
     if not dense:
         return None, firsts, types_of, table
-    weights = table.take(types_of * 2, axis=0).take(types_of * 2 + 1, axis=1)
+    weights = table.take(types_of, axis=0).take(types_of, axis=1)
     np.fill_diagonal(weights, 0.0)
     return weights, firsts, types_of, table
 
@@ -609,7 +616,7 @@ class MatchingMemo:
             us, vs = _sparse_pairs(_signatures(bucket, firsts)[of], config.sparse_degree)
         else:
             us, vs = np.nonzero(_above_diagonal(n)) if n >= 2 else (np.zeros(0, np.intp),) * 2
-        values = table[2 * of[us], 2 * of[vs] + 1]
+        values = table[of[us], of[vs]]
         edges = values > 0
         us, vs, values = us[edges], vs[edges], values[edges]
         # Whether every edge weighs in Blossom's graph (`_kept_running_pairs` needs it):
@@ -639,7 +646,7 @@ class _Graph:
 
     def weight_of(self, u: int, v: int) -> np.float64:
         """γ of edge (u, v), u < v: the cell `_edge_weights` holds."""
-        return self.table[2 * self.of[u], 2 * self.of[v] + 1]
+        return self.table[self.of[u], self.of[v]]
 
     def weight_sum(self, pairs: list) -> int:
         """The summed weights (γ in thousandths, as in `weight`) of edges `pairs`, each
@@ -648,7 +655,7 @@ class _Graph:
             return 0
         us = self.of[[pair[0] for pair in pairs]]
         vs = self.of[[pair[1] for pair in pairs]]
-        return int(np.rint(self.table[2 * us, 2 * vs + 1] * 1000).astype(np.int64).sum())
+        return int(np.rint(self.table[us, vs] * 1000).astype(np.int64).sum())
 
     def edges(self, pairs: list[tuple[int, int]]) -> list[tuple[int, int]]:
         """Those of `pairs` (u < v) that are edges of the graph."""

@@ -379,9 +379,9 @@ def test_sparse_pairs_are_the_sparse_masks_cells(seed):
 def test_a_matching_is_kept_only_if_every_edge_weighs(light, kept, monkeypatch):
     # γ in thousandths: an edge of γ 0.0004 weighs 0 in Blossom's graph, so matchings with
     # and without it tie and Blossom's choice is not proven; at 0.0006 it weighs 1.
-    table = np.zeros((8, 8))  # types' matrix: the cell of groups u, v is (2u, 2v + 1)
-    table[0, 3] = table[2, 1] = 0.5
-    table[4, 7] = table[6, 5] = light
+    table = np.zeros((4, 4))  # types' matrix: the cell of groups u, v is (u, v)
+    table[0, 1] = table[1, 0] = 0.5
+    table[2, 3] = table[3, 2] = light
     monkeypatch.setattr(grouping, "_typed_edge_weights",
                         lambda *_, **__: (None, [[0], [1], [2], [3]], np.arange(4), table))
     asked = []
