@@ -387,9 +387,11 @@ class MuriS(Muri):
         # one before the first such entry to the last running one, in one sorted list (a
         # sort of sorted runs, in C), instead of a bisection of every bucket per entry.
         first = next((entry for entry in running if entry[0]), running[-1])
-        waiting = sorted(chain.from_iterable(
+        # Their priorities alone: a queued entry precedes a running one of the same pinned
+        # flag exactly when its priority is lower (on a tie the running one comes first).
+        waiting = [entry[1] for entry in sorted(chain.from_iterable(
             entries[max(0, bisect_left(entries, first) - 1):bisect_left(entries, running[-1])]
-            for entries in self._waiting.values()))
+            for entries in self._waiting.values()))]
         horizon = math.inf
         lines = self._priority_lines
         ahead = None  # the pinned flag, key and slope of the entry before, once there is one
@@ -410,8 +412,8 @@ class MuriS(Muri):
                     return at
                 if slope > ahead_slope and (until := at + gap / (slope - ahead_slope)) < horizon:
                     horizon = until
-            if flag and (index := bisect_left(waiting, entry, index)):  # the queued one before
-                gap = key - waiting[index - 1][1][0] - margin
+            if flag and (index := bisect_left(waiting, entry[1], index)):  # the queued one before
+                gap = key - waiting[index - 1][0] - margin
                 if gap <= 0:
                     return at
                 if slope > 0 and (until := at + gap / slope) < horizon:
