@@ -631,7 +631,7 @@ class _Graph:
     its edges (row-major, u < v), their γ and γ in thousandths, the nodes in order of
     first use, the types' matrix, and the best matching weight once one is matched."""
 
-    __slots__ = ("table", "of", "us", "vs", "weight", "order", "weighs", "best")
+    __slots__ = ("table", "of", "us", "vs", "weight", "order", "weighs", "best", "_types")
 
     def __init__(self, table: np.ndarray, of: np.ndarray, us: np.ndarray, vs: np.ndarray,
                  values: np.ndarray, weighs: bool) -> None:
@@ -643,19 +643,18 @@ class _Graph:
         self.order = _edge_list_order(us, vs) if len(us) else []
         self.weighs = weighs
         self.best: int | None = None
+        self._types: list[int] = of.tolist()  # a list's item costs less than an array's
 
-    def weight_of(self, u: int, v: int) -> np.float64:
+    def weight_of(self, u: int, v: int) -> float:
         """γ of edge (u, v), u < v: the cell `_edge_weights` holds."""
-        return self.table[self.of[u], self.of[v]]
+        types = self._types
+        return self.table.item(types[u], types[v])
 
     def weight_sum(self, pairs: list) -> int:
-        """The summed weights (γ in thousandths, as in `weight`) of edges `pairs`, each
-        (u, v, ...) with u < v."""
-        if not pairs:
-            return 0
-        us = self.of[[pair[0] for pair in pairs]]
-        vs = self.of[[pair[1] for pair in pairs]]
-        return int(np.rint(self.table[us, vs] * 1000).astype(np.int64).sum())
+        """The summed weights (γ in thousandths, rounded half to even as `weight` is) of
+        edges `pairs`, each (u, v, ...) with u < v."""
+        cell, types = self.table.item, self._types
+        return sum(round(cell(types[pair[0]], types[pair[1]]) * 1000) for pair in pairs)
 
     def edges(self, pairs: list[tuple[int, int]]) -> list[tuple[int, int]]:
         """Those of `pairs` (u < v) that are edges of the graph."""

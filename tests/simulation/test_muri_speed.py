@@ -286,6 +286,31 @@ def test_edge_weights_by_type_are_the_plain_ones_to_the_bit(seed):
     assert alike > 0
 
 
+@pytest.mark.parametrize("seed", range(8))
+def test_a_graphs_weights_are_the_plain_ones_and_blossoms_integers(seed):
+    # `_Graph` reads an edge's γ from the types' matrix and sums matchings in thousandths
+    # itself (the best weight `_kept_running_pairs` compares with): each edge's γ must be
+    # `_edge_weights`' cell, and a sum of edges the sum of Blossom's integer weights.
+    rng = random.Random(seed)
+    config = GroupingConfig(max_group=4, overhead=(1.33, 1.5, 1.37), exact_limit=24)
+    memo = MatchingMemo()
+    summed = 0
+    for _ in range(6):
+        jobs = rng.randint(2, 40)
+        bucket = (_alike_bucket if rng.random() < 0.5 else _random_bucket)(rng, jobs, 4)
+        groups = [[i] for i in range(jobs)] if rng.random() < 0.5 else _random_groups(rng, jobs)
+        graph = memo._graph(bucket, groups, config)
+        plain = _edge_weights(bucket, groups, config)
+        edges = list(zip(graph.us.tolist(), graph.vs.tolist(), strict=True))
+        assert [graph.weight_of(u, v) for u, v in edges] == [plain[u, v] for u, v in edges]
+        for _ in range(5):
+            chosen = [i for i in range(len(edges)) if rng.random() < 0.3]
+            assert graph.weight_sum([edges[i] for i in chosen]) == int(
+                graph.weight[chosen].sum())
+            summed += len(chosen)
+    assert summed > 0
+
+
 @pytest.mark.parametrize("seed", range(30))
 def test_first_use_order_is_the_order_of_the_edge_list(seed):
     rng = np.random.default_rng(seed)
