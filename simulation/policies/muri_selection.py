@@ -174,6 +174,9 @@ class MuriSelection:
                     streams.append(stream)
         heapq.heapify(heads)  # entries are unique: the stream index never breaks a tie
         claimed: set[str] = set()
+        # `_entry_groupable` inlined (a call per entry read): a profile (a tuple) is
+        # truthy, None is not, and False means not looked up yet.
+        profiles = self._profiles
         groupable = self._entry_groupable
         budget = capacity
         while heads and budget > 0:
@@ -188,13 +191,16 @@ class MuriSelection:
             reached.append(entry)
             entries = stream.entries
             index = stream.head
-            if groupable(view, entry):
+            if entry[0] and ((found := profiles.get(entry[-1], False))
+                             or (found is False and groupable(view, entry))):
                 room, ahead = k - 1, index + 1
                 while room:
                     if ahead >= len(entries) and ahead >= len(entries := stream.grow()):
                         break
                     other = entries[ahead]
-                    if other[-1] not in claimed and groupable(view, other):
+                    if other[-1] not in claimed and other[0] and (
+                            (found := profiles.get(other[-1], False))
+                            or (found is False and groupable(view, other))):
                         claimed.add(other[-1])
                         reached.append(other)
                         room -= 1
