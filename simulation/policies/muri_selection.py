@@ -54,8 +54,9 @@ class _Stream:
     A walk gives a bucket of g-GPU jobs at most capacity // g leaders, each claiming itself
     and the next k - 1 entries while they are groupable, so it reads at most
     (capacity // g) · k + 1 entries: only that prefix of the queue is merged (one sort of
-    two sorted runs, in C). A walk reading further (past ungroupable entries) merges the
-    rest (`grow`)."""
+    two sorted runs, in C), and of it only the queued entries before the last running one
+    are sorted in (a sort compares every entry it is given; those after follow as they
+    are). A walk reading further (past ungroupable entries) merges the rest (`grow`)."""
 
     __slots__ = ("gpus", "running", "queued", "entries", "whole", "head", "reached")
 
@@ -67,10 +68,14 @@ class _Stream:
         self.whole = not running or len(queued) <= needed
         if not running:
             self.entries = queued  # read only
-        elif self.whole:
-            self.entries = sorted(running + queued)
         else:  # the first `needed` of both merged: no later queued entry comes before them
-            self.entries = sorted(running + queued[:needed])[:needed]
+            after = bisect_left(queued, running[-1])  # queued entries after every running one
+            if self.whole:
+                self.entries = sorted(running + queued[:after]) + queued[after:]
+            else:
+                entries = sorted(running + queued[:min(after, needed)])
+                self.entries = (entries[:needed] if len(entries) >= needed else
+                                entries + queued[after:after + needed - len(entries)])
         self.head = 0  # index of the bucket's first unclaimed entry, once it leads
         self.reached: list[Entry] = []  # its claimed entries, in order
 

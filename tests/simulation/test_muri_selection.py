@@ -12,6 +12,7 @@ import pytest
 from simulation.engine import EngineConfig, Simulation
 from simulation.model import JobSpec, Workload
 from simulation.policies.muri import MuriL, MuriS
+from simulation.policies.muri_selection import _Stream
 from tests.simulation.test_muri import _cluster
 from tests.simulation.test_sharing_equivalence import outcome, random_muri_jobs
 
@@ -187,3 +188,23 @@ def test_the_walk_claims_what_one_pass_over_every_job_claims(seed):
                   for key in {*running, *waiting}}
     assert (policy._reach(None, running, capacity)
             == _walk_by_definition(everything, groupable, capacity, k))
+
+
+@pytest.mark.parametrize("seed", range(100))
+def test_a_streams_entries_are_the_first_of_every_entry_sorted(seed):
+    # A bucket's running entries merged with the prefix of its queue the walk can read:
+    # the first `needed` entries of all of them sorted (all of them when the queue is no
+    # longer), whether the running entries fall early, late or among the queued ones.
+    rng = random.Random(seed)
+    grid = rng.choice((5, 30, 1000))
+    queued = sorted((True, (float(rng.randint(0, grid)), 0.0), 1, i, f"q{i}")
+                    for i in range(rng.randint(0, 300)))
+    low, high = sorted((rng.randint(0, grid), rng.randint(0, grid)))
+    running = sorted((rng.random() > 0.1, (float(rng.randint(low, high)), 0.0), 0,
+                      rng.randint(0, 99), f"r{i}") for i in range(rng.randint(0, 40)))
+    needed = rng.randint(1, 300)
+    stream = _Stream(1, running, queued, needed)
+    every = sorted(running + queued)
+    assert stream.entries == (every if stream.whole else every[:needed])
+    assert stream.whole == (not running or len(queued) <= needed)
+    assert stream.grow() == every
