@@ -296,10 +296,12 @@ class _Kind:
 
 
 def _remembered_edge_weights(bucket: Bucket, groups: list[list[int]], config: GroupingConfig,
-                             periods: MergePeriods) -> np.ndarray:
+                             periods: MergePeriods, alike: bool = False) -> np.ndarray:
     """`_edge_weights`, to the bit, with its merge periods from `periods`: the open groups
     sorted by size and timing model in one pass, each group's block named by its rows' ids,
-    and a matrix covering every group written at once."""
+    and a matrix covering every group written at once. With `alike` the diagonal holds
+    each group's weight with a group alike (same rows, solo times and stage counts)
+    instead of 0 (`_typed_edge_weights`)."""
     n = len(groups)
     k = bucket.stages.shape[1]
     ids = periods.row_ids(bucket)
@@ -336,17 +338,23 @@ def _remembered_edge_weights(bucket: Bucket, groups: list[list[int]], config: Gr
             if table is None:
                 table = periods.remember(a.keys, a.blocks(bucket), b.keys, b.blocks(bucket),
                                          pipeline, worst)
-            block = _merge_weights(config, k, p + q, table[a.of[:, None], b.of[None, :]],
-                                   a.busy, b.busy, a.solo, b.solo)
+            table = table[a.of[:, None], b.of[None, :]]
+            if a is b:
+                # A cell of one kind is the larger γ of both merge orders: the γ of the
+                # shorter period, as γ falls when the period grows and so does the room for
+                # the merge (its sums are both orders': + commutes).
+                table = np.minimum(table, table.T)
+            block = _merge_weights(config, k, p + q, table, a.busy, b.busy, a.solo, b.solo)
             # Kinds hold disjoint nodes, so each cell is written by one pair of kinds.
             if a is not b:
                 weights[a.nodes[:, None], b.nodes] = block
                 weights[b.nodes[:, None], a.nodes] = block.T
             elif len(a.nodes) == n:
-                np.maximum(block, block.T, out=weights)
+                weights = block
             else:
-                weights[a.nodes[:, None], a.nodes] = np.maximum(block, block.T)
-    np.fill_diagonal(weights, 0.0)
+                weights[a.nodes[:, None], a.nodes] = block
+    if not alike:
+        np.fill_diagonal(weights, 0.0)
     return weights
 
 
@@ -358,14 +366,14 @@ def _typed_edge_weights(bucket: Bucket, groups: list[list[int]], config: Groupin
     A group's edges depend only on its members' stage rows, solo times, stage counts and
     groupability, in order (its type): jobs of one model and solo time are alike, so a
     bucket of ~70 jobs on Philly with models holds eight types, and a matrix of the types
-    read n × n times is cheaper than one of the groups (issue #22). Each type's group
-    enters a small matching twice, so two groups of one type read the cell of two distinct
-    nodes (`_remembered_edge_weights` puts 0 on its diagonal); a cell of two kinds keeps
-    the order of kinds, and one of one kind the larger of both orders, as there.
+    read n × n times is cheaper than one of the groups (issue #22). Two groups of one type
+    read the types' diagonal, which holds the weight of two such groups (`alike`); a cell
+    of two kinds keeps the order of kinds, and one of one kind the larger of both orders,
+    as there.
 
     Returns the weights (None unless `dense`), one group of each type, each group's type
-    and the types' matrix: the weight of groups u and v is its cell (2 × type of u,
-    2 × type of v + 1), and every positive weight is one of its cells."""
+    and the types' matrix: the weight of groups u ≠ v is its cell (type of u, type of v),
+    and every positive weight is one of its cells."""
     ids = periods.row_ids(bucket)
     solo = bucket.solo.tolist()
     counts = bucket.stage_counts or [0] * len(solo)
@@ -384,12 +392,11 @@ def _typed_edge_weights(bucket: Bucket, groups: list[list[int]], config: Groupin
             found = types[key] = len(firsts)
             firsts.append(group)
         of.append(found)
-    table = _remembered_edge_weights(bucket, [g for g in firsts for _ in (0, 1)], config,
-                                     periods)
+    table = _remembered_edge_weights(bucket, firsts, config, periods, alike=True)
     types_of = np.array(of, dtype=np.intp)
     if not dense:
         return None, firsts, types_of, table
-    weights = table.take(types_of * 2, axis=0).take(types_of * 2 + 1, axis=1)
+    weights = table.take(types_of, axis=0).take(types_of, axis=1)
     np.fill_diagonal(weights, 0.0)
     return weights, firsts, types_of, table
 
@@ -494,8 +501,7 @@ def _edge_list_order(us: np.ndarray, vs: np.ndarray) -> list[int]:
     ends = np.empty(2 * len(us), dtype=np.int64)
     ends[0::2] = us
     ends[1::2] = vs
-    nodes, first = np.unique(ends, return_index=True)
-    return nodes[np.argsort(first)].tolist()
+    return list(dict.fromkeys(ends.tolist()))  # no sort: a graph has ~200 edges
 
 
 def _sparse_pairs(signatures: np.ndarray, degree: int) -> tuple[np.ndarray, np.ndarray]:
@@ -609,7 +615,7 @@ class MatchingMemo:
             us, vs = _sparse_pairs(_signatures(bucket, firsts)[of], config.sparse_degree)
         else:
             us, vs = np.nonzero(_above_diagonal(n)) if n >= 2 else (np.zeros(0, np.intp),) * 2
-        values = table[2 * of[us], 2 * of[vs] + 1]
+        values = table[of[us], of[vs]]
         edges = values > 0
         us, vs, values = us[edges], vs[edges], values[edges]
         # Whether every edge weighs in Blossom's graph (`_kept_running_pairs` needs it):
@@ -624,7 +630,7 @@ class _Graph:
     its edges (row-major, u < v), their γ and γ in thousandths, the nodes in order of
     first use, the types' matrix, and the best matching weight once one is matched."""
 
-    __slots__ = ("table", "of", "us", "vs", "weight", "order", "weighs", "best")
+    __slots__ = ("table", "of", "us", "vs", "weight", "order", "weighs", "best", "_types")
 
     def __init__(self, table: np.ndarray, of: np.ndarray, us: np.ndarray, vs: np.ndarray,
                  values: np.ndarray, weighs: bool) -> None:
@@ -636,19 +642,18 @@ class _Graph:
         self.order = _edge_list_order(us, vs) if len(us) else []
         self.weighs = weighs
         self.best: int | None = None
+        self._types: list[int] = of.tolist()  # a list's item costs less than an array's
 
-    def weight_of(self, u: int, v: int) -> np.float64:
+    def weight_of(self, u: int, v: int) -> float:
         """γ of edge (u, v), u < v: the cell `_edge_weights` holds."""
-        return self.table[2 * self.of[u], 2 * self.of[v] + 1]
+        types = self._types
+        return self.table.item(types[u], types[v])
 
     def weight_sum(self, pairs: list) -> int:
-        """The summed weights (γ in thousandths, as in `weight`) of edges `pairs`, each
-        (u, v, ...) with u < v."""
-        if not pairs:
-            return 0
-        us = self.of[[pair[0] for pair in pairs]]
-        vs = self.of[[pair[1] for pair in pairs]]
-        return int(np.rint(self.table[2 * us, 2 * vs + 1] * 1000).astype(np.int64).sum())
+        """The summed weights (γ in thousandths, rounded half to even as `weight` is) of
+        edges `pairs`, each (u, v, ...) with u < v."""
+        cell, types = self.table.item, self._types
+        return sum(round(cell(types[pair[0]], types[pair[1]]) * 1000) for pair in pairs)
 
     def edges(self, pairs: list[tuple[int, int]]) -> list[tuple[int, int]]:
         """Those of `pairs` (u < v) that are edges of the graph."""

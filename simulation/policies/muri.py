@@ -177,7 +177,11 @@ class Muri(MuriSelection, MuriGrouping, MuriPlacement, Policy):
         _, self._progress_mark = view.progress_resets_since(0)
         self._reset_selection()
         self._reset_placement()
+        # Every job found running that may not be preempted: while there is none, no
+        # selection holds a pinned job (`_settled_inputs`).
+        self._unpreemptible: set[str] = set()
         for job in view.running.values():
+            self._seen_running(job)
             self._track(job.job_id, job.placement)
             if job.share < 1.0:
                 self._slowed.add(job.job_id)
@@ -197,6 +201,7 @@ class Muri(MuriSelection, MuriGrouping, MuriPlacement, Policy):
             job = view.job(job_id)
             self._unwait(job_id)  # a job stopped since is in the queue log too
             if job.status == _RUNNING:
+                self._seen_running(job)
                 self._track(job_id, job.placement)
             else:
                 self._untrack(job_id)
@@ -213,6 +218,11 @@ class Muri(MuriSelection, MuriGrouping, MuriPlacement, Policy):
         for job_id in dict.fromkeys(queued):
             if job_id in queue:
                 self._wait(view, queue[job_id])
+
+    def _seen_running(self, job: JobView) -> None:
+        """Note a running job (each is seen at a reset or in the allocation log)."""
+        if not job.spec.preemptible:
+            self._unpreemptible.add(job.job_id)
 
     def _plan_epoch(self, view: ClusterView) -> tuple[ClusterView, int, int]:
         """What plans read of the state besides the selected jobs: the view, its allocation
@@ -297,8 +307,8 @@ class Muri(MuriSelection, MuriGrouping, MuriPlacement, Policy):
         Queued jobs the selection passes over and the time itself enter only through the
         selection, which is recomputed."""
         _, mark = view.allocations_since(self._alloc_mark)
-        pinned = tuple(job for job in selected
-                       if not job.spec.preemptible and job.status == _RUNNING)
+        pinned = tuple(job for job in selected if not job.spec.preemptible
+                       and job.status == _RUNNING) if self._unpreemptible else ()
         return mark, self._free.lent, capacity, tuple(selected), pinned
 
     def _settled_outcome(self, inputs: tuple[object, ...], kept: list[list[JobView]]
@@ -387,9 +397,11 @@ class MuriS(Muri):
         # one before the first such entry to the last running one, in one sorted list (a
         # sort of sorted runs, in C), instead of a bisection of every bucket per entry.
         first = next((entry for entry in running if entry[0]), running[-1])
-        waiting = sorted(chain.from_iterable(
+        # Their priorities alone: a queued entry precedes a running one of the same pinned
+        # flag exactly when its priority is lower (on a tie the running one comes first).
+        waiting = [entry[1] for entry in sorted(chain.from_iterable(
             entries[max(0, bisect_left(entries, first) - 1):bisect_left(entries, running[-1])]
-            for entries in self._waiting.values()))
+            for entries in self._waiting.values()))]
         horizon = math.inf
         lines = self._priority_lines
         ahead = None  # the pinned flag, key and slope of the entry before, once there is one
@@ -410,8 +422,8 @@ class MuriS(Muri):
                     return at
                 if slope > ahead_slope and (until := at + gap / (slope - ahead_slope)) < horizon:
                     horizon = until
-            if flag and (index := bisect_left(waiting, entry, index)):  # the queued one before
-                gap = key - waiting[index - 1][1][0] - margin
+            if flag and (index := bisect_left(waiting, entry[1], index)):  # the queued one before
+                gap = key - waiting[index - 1][0] - margin
                 if gap <= 0:
                     return at
                 if slope > 0 and (until := at + gap / slope) < horizon:

@@ -92,10 +92,10 @@ class MuriGrouping:
         self._periods: dict[tuple[tuple[tuple[float, ...], tuple[float, ...]], ...], float] = {}
         self._memo: MatchingMemo | None = MatchingMemo()
         self._buckets: dict[tuple, Bucket] = {}  # see `_bucket`
-        # per job (one view each): its place in submit order and its bucket; its padded
+        # per job (one view each): its submit time, id and bucket; its padded
         # believed stages, solo iteration time, stage count, whether it has a profile and
         # whether it is preemptible (what matchings read of it that never changes)
-        self._places: dict[JobView, tuple[tuple[float, str], BucketKey]] = {}
+        self._places: dict[JobView, tuple[float, str, BucketKey]] = {}
         self._matching_inputs: dict[JobView, tuple[tuple[float, ...], float, int, bool, bool]] = {}
         # the plans of the current `_plan_epoch`, by (capacity, selected jobs as a set)
         self._epoch: object = None
@@ -203,12 +203,14 @@ class MuriGrouping:
             if len(self._epoch_plans) >= 64:
                 self._epoch_plans.clear()
         places = self._places
-        for job in selected:
-            if job not in places:
-                places[job] = ((job.submit_time, job.job_id), bucket_key(job))
         by_bucket: dict[BucketKey, list[JobView]] = {}
-        for (_, key), job in sorted([(places[job], job) for job in selected]):
-            by_bucket.setdefault(key, []).append(job)
+        for job in selected:
+            place = places.get(job)
+            if place is None:
+                place = places[job] = (job.submit_time, job.job_id, bucket_key(job))
+            by_bucket.setdefault(place[2], []).append(job)
+        for jobs in by_bucket.values():  # in submit order (ids unique: buckets never compared)
+            jobs.sort(key=places.__getitem__)
         keys = sorted(by_bucket)
         demand = sum(key[0] * len(by_bucket[key]) for key in keys)  # key[0]: GPUs per job
         if formed and self.grouping == "demand":

@@ -54,8 +54,9 @@ class _Stream:
     A walk gives a bucket of g-GPU jobs at most capacity // g leaders, each claiming itself
     and the next k - 1 entries while they are groupable, so it reads at most
     (capacity // g) · k + 1 entries: only that prefix of the queue is merged (one sort of
-    two sorted runs, in C). A walk reading further (past ungroupable entries) merges the
-    rest (`grow`)."""
+    two sorted runs, in C), and of it only the queued entries before the last running one
+    are sorted in (a sort compares every entry it is given; those after follow as they
+    are). A walk reading further (past ungroupable entries) merges the rest (`grow`)."""
 
     __slots__ = ("gpus", "running", "queued", "entries", "whole", "head", "reached")
 
@@ -67,10 +68,14 @@ class _Stream:
         self.whole = not running or len(queued) <= needed
         if not running:
             self.entries = queued  # read only
-        elif self.whole:
-            self.entries = sorted(running + queued)
         else:  # the first `needed` of both merged: no later queued entry comes before them
-            self.entries = sorted(running + queued[:needed])[:needed]
+            after = bisect_left(queued, running[-1])  # queued entries after every running one
+            if self.whole:
+                self.entries = sorted(running + queued[:after]) + queued[after:]
+            else:
+                entries = sorted(running + queued[:min(after, needed)])
+                self.entries = (entries[:needed] if len(entries) >= needed else
+                                entries + queued[after:after + needed - len(entries)])
         self.head = 0  # index of the bucket's first unclaimed entry, once it leads
         self.reached: list[Entry] = []  # its claimed entries, in order
 
@@ -174,6 +179,9 @@ class MuriSelection:
                     streams.append(stream)
         heapq.heapify(heads)  # entries are unique: the stream index never breaks a tie
         claimed: set[str] = set()
+        # `_entry_groupable` inlined (a call per entry read): a profile (a tuple) is
+        # truthy, None is not, and False means not looked up yet.
+        profiles = self._profiles
         groupable = self._entry_groupable
         budget = capacity
         while heads and budget > 0:
@@ -188,13 +196,16 @@ class MuriSelection:
             reached.append(entry)
             entries = stream.entries
             index = stream.head
-            if groupable(view, entry):
+            if entry[0] and ((found := profiles.get(entry[-1], False))
+                             or (found is False and groupable(view, entry))):
                 room, ahead = k - 1, index + 1
                 while room:
                     if ahead >= len(entries) and ahead >= len(entries := stream.grow()):
                         break
                     other = entries[ahead]
-                    if other[-1] not in claimed and groupable(view, other):
+                    if other[-1] not in claimed and other[0] and (
+                            (found := profiles.get(other[-1], False))
+                            or (found is False and groupable(view, other))):
                         claimed.add(other[-1])
                         reached.append(other)
                         room -= 1

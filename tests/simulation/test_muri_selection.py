@@ -12,6 +12,7 @@ import pytest
 from simulation.engine import EngineConfig, Simulation
 from simulation.model import JobSpec, Workload
 from simulation.policies.muri import MuriL, MuriS
+from simulation.policies.muri_selection import _Stream
 from tests.simulation.test_muri import _cluster
 from tests.simulation.test_sharing_equivalence import outcome, random_muri_jobs
 
@@ -110,14 +111,19 @@ def test_kept_selections_decide_as_fresh_ones(kept, fresh, params, seed, lending
 
 
 class _WalkWithFlags(MuriS):
-    """Muri-S whose entries' groupability is given (the walk reads nothing else of a job)."""
+    """Muri-S whose jobs' profiles are given (the walk reads nothing else of a job): those
+    in `known` as looked up already (a profile or None), the others through
+    `_entry_groupable` (`profiled`, and not pinned)."""
 
-    def __init__(self, groupable: dict[str, bool], **values: object) -> None:
+    def __init__(self, profiled: dict[str, bool], known: set[str], **values: object) -> None:
         super().__init__(**values)
-        self._flags = groupable
+        self._flags = profiled
+        self._profiles.update({job_id: ((1.0,), (1.0,), 1.0) if profiled[job_id] else None
+                               for job_id in known})
 
     def _entry_groupable(self, view, entry) -> bool:
-        return self._flags[entry[-1]]
+        assert entry[-1] not in self._profiles  # the walk reads a known profile itself
+        return entry[0] and self._flags[entry[-1]]
 
 
 def _walk_by_definition(buckets, groupable, capacity, k):
@@ -149,13 +155,15 @@ def _walk_by_definition(buckets, groupable, capacity, k):
 def test_the_walk_claims_what_one_pass_over_every_job_claims(seed):
     # Random buckets of running (some pinned) and queued entries, priorities on a coarse
     # grid (ties broken by the later fields), some jobs ungroupable (up to 70 %: the walk
-    # then reads past the merged prefix), every k and capacity.
+    # then reads past the merged prefix; pinned ones may have a profile), every k and
+    # capacity; half the profiles looked up before the walk.
     rng = random.Random(seed)
     k = rng.randint(1, 4)
-    share = rng.choice((0.3, 0.8, 1.0))  # of jobs groupable
+    share = rng.choice((0.3, 0.8, 1.0))  # of jobs with a profile
     running: dict = {}
     waiting: dict = {}
     groupable: dict[str, bool] = {}
+    profiled: dict[str, bool] = {}
     for gpus in rng.sample((1, 2, 4, 8), rng.choice((1, 1, 2, 4))):
         key = (gpus, 1, "", "")
         for i in range(rng.randint(0, 40)):
@@ -163,18 +171,40 @@ def test_the_walk_claims_what_one_pass_over_every_job_claims(seed):
             pinned = rng.random() < 0.1
             running.setdefault(key, []).append(
                 (not pinned, (float(rng.randint(0, 30)), 0.0), 0, rng.randint(0, 99), job_id))
-            groupable[job_id] = not pinned and rng.random() < share
+            profiled[job_id] = rng.random() < share
+            groupable[job_id] = not pinned and profiled[job_id]
         for i in range(rng.randint(0, 300)):
             job_id = f"q{gpus}-{i}"
             waiting.setdefault(key, []).append(
                 (True, (float(rng.randint(0, 30)), 0.0), 1, i, job_id))
-            groupable[job_id] = rng.random() < share
+            groupable[job_id] = profiled[job_id] = rng.random() < share
     for entries in (*running.values(), *waiting.values()):
         entries.sort()
     capacity = rng.choice((rng.randint(1, 8), rng.randint(1, 64)))
-    policy = _WalkWithFlags(groupable, max_group_size=k)
+    known = {job_id for job_id in profiled if rng.random() < 0.5}
+    policy = _WalkWithFlags(profiled, known, max_group_size=k)
     policy._waiting = waiting
     everything = {key: running.get(key, []) + waiting.get(key, [])
                   for key in {*running, *waiting}}
     assert (policy._reach(None, running, capacity)
             == _walk_by_definition(everything, groupable, capacity, k))
+
+
+@pytest.mark.parametrize("seed", range(100))
+def test_a_streams_entries_are_the_first_of_every_entry_sorted(seed):
+    # A bucket's running entries merged with the prefix of its queue the walk can read:
+    # the first `needed` entries of all of them sorted (all of them when the queue is no
+    # longer), whether the running entries fall early, late or among the queued ones.
+    rng = random.Random(seed)
+    grid = rng.choice((5, 30, 1000))
+    queued = sorted((True, (float(rng.randint(0, grid)), 0.0), 1, i, f"q{i}")
+                    for i in range(rng.randint(0, 300)))
+    low, high = sorted((rng.randint(0, grid), rng.randint(0, grid)))
+    running = sorted((rng.random() > 0.1, (float(rng.randint(low, high)), 0.0), 0,
+                      rng.randint(0, 99), f"r{i}") for i in range(rng.randint(0, 40)))
+    needed = rng.randint(1, 300)
+    stream = _Stream(1, running, queued, needed)
+    every = sorted(running + queued)
+    assert stream.entries == (every if stream.whole else every[:needed])
+    assert stream.whole == (not running or len(queued) <= needed)
+    assert stream.grow() == every

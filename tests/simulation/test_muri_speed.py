@@ -286,6 +286,31 @@ def test_edge_weights_by_type_are_the_plain_ones_to_the_bit(seed):
     assert alike > 0
 
 
+@pytest.mark.parametrize("seed", range(8))
+def test_a_graphs_weights_are_the_plain_ones_and_blossoms_integers(seed):
+    # `_Graph` reads an edge's γ from the types' matrix and sums matchings in thousandths
+    # itself (the best weight `_kept_running_pairs` compares with): each edge's γ must be
+    # `_edge_weights`' cell, and a sum of edges the sum of Blossom's integer weights.
+    rng = random.Random(seed)
+    config = GroupingConfig(max_group=4, overhead=(1.33, 1.5, 1.37), exact_limit=24)
+    memo = MatchingMemo()
+    summed = 0
+    for _ in range(6):
+        jobs = rng.randint(2, 40)
+        bucket = (_alike_bucket if rng.random() < 0.5 else _random_bucket)(rng, jobs, 4)
+        groups = [[i] for i in range(jobs)] if rng.random() < 0.5 else _random_groups(rng, jobs)
+        graph = memo._graph(bucket, groups, config)
+        plain = _edge_weights(bucket, groups, config)
+        edges = list(zip(graph.us.tolist(), graph.vs.tolist(), strict=True))
+        assert [graph.weight_of(u, v) for u, v in edges] == [plain[u, v] for u, v in edges]
+        for _ in range(5):
+            chosen = [i for i in range(len(edges)) if rng.random() < 0.3]
+            assert graph.weight_sum([edges[i] for i in chosen]) == int(
+                graph.weight[chosen].sum())
+            summed += len(chosen)
+    assert summed > 0
+
+
 @pytest.mark.parametrize("seed", range(30))
 def test_first_use_order_is_the_order_of_the_edge_list(seed):
     rng = np.random.default_rng(seed)
@@ -379,9 +404,9 @@ def test_sparse_pairs_are_the_sparse_masks_cells(seed):
 def test_a_matching_is_kept_only_if_every_edge_weighs(light, kept, monkeypatch):
     # γ in thousandths: an edge of γ 0.0004 weighs 0 in Blossom's graph, so matchings with
     # and without it tie and Blossom's choice is not proven; at 0.0006 it weighs 1.
-    table = np.zeros((8, 8))  # types' matrix: the cell of groups u, v is (2u, 2v + 1)
-    table[0, 3] = table[2, 1] = 0.5
-    table[4, 7] = table[6, 5] = light
+    table = np.zeros((4, 4))  # types' matrix: the cell of groups u, v is (u, v)
+    table[0, 1] = table[1, 0] = 0.5
+    table[2, 3] = table[3, 2] = light
     monkeypatch.setattr(grouping, "_typed_edge_weights",
                         lambda *_, **__: (None, [[0], [1], [2], [3]], np.arange(4), table))
     asked = []
