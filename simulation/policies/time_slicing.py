@@ -104,8 +104,9 @@ class Ring:
 
     def quanta_of(self) -> Iterator[tuple[Unit, range]]:
         """Each unit that runs in the ring's `count` quanta, in the order stepping first
-        runs them, with the numbers × width + position of the quanta it runs in: the
-        unit at position p runs once per lap, in ring quantum (p + lap·n) // width."""
+        runs them, with its places on the ring unrolled lap after lap: the unit at
+        position p of `order` runs once per lap, at place p + lap·n, in ring quantum
+        place // width."""
         limit, n = self.count * self.width, self.n
         for position, unit in enumerate(self.order[:limit]):
             yield unit, range(position, limit, n)
