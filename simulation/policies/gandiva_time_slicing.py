@@ -22,15 +22,12 @@ from simulation.policies.time_slicing import (
     MIN_HORIZON,
     SUSPENDED,
     RotationPlan,
-    ShareSequence,
     Unit,
-    lowest,
+    lowest_runs,
     plan_rotation,
-    shifted,
     steady_share,
     turn,
     unit_cycles,
-    unit_sequence,
 )
 from simulation.share_cycle import ShareCycle
 from simulation.view import ClusterView, JobView
@@ -348,24 +345,25 @@ class GandivaTimeSlicing:
         known = [share for share in steady if share is not None]
         if SUSPENDED in known or len(known) == len(steady):  # one lowest share throughout
             return self._plain_share(view, job_id, slowed_share(min(known), pack, locality))
-        sequence: ShareSequence | None = None
-        for sid in where:
-            plan = plans.get(sid)
-            part = ([1.0], 0) if plan is None else unit_sequence(
-                plan, self._quantum_of(plan), self._unit_of(job_id, sid))
-            sequence = part if sequence is None else lowest(sequence, part)
-        assert sequence is not None
-        values, loop = sequence
-        slowed = {value: slowed_share(value, pack, locality) for value in set(values)}
-        values = list(map(slowed.__getitem__, values))
-        first = values[0]
-        if len(slowed) == 1 or values.count(first) == len(values):
+        lowest_shares, length, loop = lowest_runs(
+            [None if plans.get(sid) is None else
+             (plans[sid], self._quantum_of(plans[sid]), self._unit_of(job_id, sid))
+             for sid in where])
+        slowed = {t: slowed_share(share, pack, locality) for t, share in lowest_shares.items()}
+        first = slowed.get(0, SUSPENDED)
+        if not slowed or (len(slowed) == length
+                          and all(share == first for share in slowed.values())):
             return self._plain_share(view, job_id, first)
-        rest, rest_loop = shifted((values, loop), 1)
+        # from the next quantum on: each quantum one earlier; with no prefix (loop 0) the
+        # first moves to the end of the loop
+        rest_length, rest_loop = (length - 1, loop - 1) if loop >= 1 else (length, 0)
+        rest = sorted(((t - 1) % rest_length, share) for t, share in slowed.items()
+                      if t >= 1 or loop == 0)
         self._cycled.add(job_id)
         self._suspended.discard(job_id)
-        cycle = ShareCycle(first, self._quantum_start + self.time_slice, self.time_slice,
-                           tuple(rest), rest_loop)
+        cycle = ShareCycle.sparse(first, self._quantum_start + self.time_slice,
+                                  self.time_slice, rest_length, [t for t, _ in rest],
+                                  [share for _, share in rest], rest_loop)
         self._cycle_of[job_id] = cycle
         return SetShare(job_id, first, cycle)
 

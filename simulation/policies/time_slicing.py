@@ -143,7 +143,7 @@ class RotationPlan:
     # suspends at the boundary back into `slices[loop]` from the last slice (entering it
     # from the slice before it may swap out other units)
     loop_suspends: int = 0
-    # the quanta (and shares) in which each unit runs, once `unit_sequence` asks
+    # the quanta (and shares) in which each unit runs, once `_runs_of` is asked
     runs_of: dict[Unit, list[tuple[int, float]]] | None = None
     members: frozenset[Unit] | None = None  # the units of the rotation, once asked for
     least_share: float = 1.0  # the lowest share above 0 in the plan, once `unit_cycles` ran
@@ -431,16 +431,11 @@ def _ends(s: Slice) -> tuple[Unit, ...]:
 _KEY_UNITS = 16  # units from each end of a rotation in a slice's key
 
 
-# A share sequence per quantum from the current one: (values, loop), the values from `loop`
-# on repeating.
-ShareSequence = tuple[list[float], int]
-
-
 def unit_cycles(plan: RotationPlan, start: float, quantum: float
                 ) -> dict[Unit, tuple[float, ShareCycle | None]]:
     """For each unit that runs in `plan`: its share in quantum 0 and, unless that share
     stays, its shares from quantum 1 on as a `ShareCycle` starting at `start` (the end of
-    quantum 0), the same cycle as `shifted(unit_sequence(plan, 0, unit), 1)` gives. Built
+    quantum 0), the same cycle as its shares quantum by quantum from quantum 1 give. Built
     from the quanta each unit runs in (one or two of ~55 on a crowded server), and
     `least_share` with them."""
     if plan.cycles is None or plan.cycles[0] != start:
@@ -515,32 +510,11 @@ def unit_cycles(plan: RotationPlan, start: float, quantum: float
     return plan.cycles[1]
 
 
-def unit_sequence(plan: RotationPlan, start: int, unit: Unit) -> ShareSequence:
-    """`unit`'s shares in `plan` from quantum `start` on."""
-    n, loop = plan.quanta, plan.loop
-    if not plan.holds(unit):
-        return [1.0] * (n - start if start < loop else n - loop), max(0, loop - start)
-    runs = _runs_of(plan).get(unit, ())
-    if start < loop:
-        values = [SUSPENDED] * (n - start)
-        for i, share in runs:
-            if i >= start:
-                values[i - start] = share
-        return values, loop - start
-    period = n - loop
-    offset = (start - loop) % period
-    tail = [SUSPENDED] * period
-    for i, share in runs:
-        if i >= loop:
-            tail[i - loop] = share
-    return tail[offset:] + tail[:offset], 0
-
-
 def steady_share(plan: RotationPlan, start: int, unit: Unit) -> float | None:
-    """The share `unit_sequence(plan, start, unit)` holds in every quantum, or None if it
-    changes, read from the quanta the unit runs in: a job spread over servers asks at each
-    re-plan of any of them, and its share mostly stays (hundreds of quanta per server and
-    part on full Philly, issue #22)."""
+    """The share `unit` holds in every quantum of `plan` from quantum `start` on (1.0 if the
+    plan does not hold it), or None if it changes, read from the quanta the unit runs in:
+    a job spread over servers asks at each re-plan of any of them, and its share mostly
+    stays (hundreds of quanta per server and part on full Philly, issue #22)."""
     if not plan.holds(unit):
         return 1.0
     first = min(start, plan.loop)  # the sequence covers quanta first .. quanta - 1
@@ -570,36 +544,68 @@ def _runs_of(plan: RotationPlan) -> dict[Unit, list[tuple[int, float]]]:
     return plan.runs_of
 
 
-def shifted(seq: ShareSequence, by: int) -> ShareSequence:
-    """The same sequence from `by` quanta later."""
-    values, loop = seq
-    if by <= loop:
-        return values[by:], loop - by
-    period = len(values) - loop
-    offset = (by - loop) % period
-    tail = values[loop:]
-    return tail[offset:] + tail[:offset], 0
+def lowest_runs(parts: Sequence[tuple[RotationPlan, int, Unit] | None]
+                ) -> tuple[dict[int, float], int, int]:
+    """The quantum-by-quantum lowest of the parts' shares, each `unit`'s in `plan` from
+    quantum `start` on (None: a part at 1.0 throughout), over the length after which it
+    repeats from its loop (the longest part's prefix, then the lcm of the parts' periods):
+    the quanta whose lowest share is above 0 with that share, the length and the loop. Found
+    from the quanta each part runs in, walking those of the part that runs least: a job
+    spread over time-sliced servers runs only where every part runs, a few quanta of
+    hundreds (full Philly, issue #22)."""
+    views: list[tuple[int, int, dict[int, float] | None]] = []  # (length, loop, shares)
+    for part in parts:
+        if part is None:
+            views.append((1, 0, None))
+            continue
+        plan, start, unit = part
+        n, loop = plan.quanta, plan.loop
+        if not plan.holds(unit):
+            views.append((n - start if start < loop else n - loop, max(0, loop - start), None))
+            continue
+        runs = _runs_of(plan).get(unit, ())
+        if start < loop:
+            views.append((n - start, loop - start,
+                          {i - start: share for i, share in runs if i >= start}))
+            continue
+        period = n - loop
+        offset = (start - loop) % period
+        views.append((period, 0, {(i - loop - offset) % period: share
+                                  for i, share in runs if i >= loop}))
+    prefix = max(loop for _, loop, _ in views)
+    length = prefix + math.lcm(*(n - loop for n, loop, _ in views))
+    sparse = [view for view in views if view[2] is not None]
+    if not sparse:  # every part at 1.0
+        return dict.fromkeys(range(length), 1.0), length, prefix
+    # the quanta where the part with the fewest runs (once unrolled) runs
+    candidates = min((_unrolled_runs(view, length) for view in sparse), key=len)
+    lowest_shares: dict[int, float] = {}
+    for t in candidates:
+        low = None
+        for n, loop, shares in views:
+            if shares is None:
+                share = 1.0
+            else:
+                share = shares.get(t if t < n else loop + (t - loop) % (n - loop), SUSPENDED)
+                if share <= SUSPENDED:
+                    break
+            low = share if low is None or share < low else low
+        else:
+            assert low is not None
+            lowest_shares[t] = low
+    return lowest_shares, length, prefix
 
 
-def lowest(a: ShareSequence, b: ShareSequence) -> ShareSequence:
-    """The quantum-by-quantum minimum of two sequences (a job spread over two servers runs
-    at the share of its slowest part). The policy gives such servers expiring plans, whose
-    sequences end in a single repeated share, so the result is no longer than its parts."""
-    (va, la), (vb, lb) = a, b
-    prefix = max(la, lb)
-    length = prefix + math.lcm(len(va) - la, len(vb) - lb)
-    # `min` per pair, inlined (three times faster than `map(min, ...)`; equal values
-    # are the same float either way)
-    return [y if y < x else x for x, y in zip(_unrolled(va, la, length),
-                                              _unrolled(vb, lb, length), strict=True)], prefix
-
-
-def _unrolled(values: list[float], loop: int, length: int) -> list[float]:
-    """The first `length` values of the sequence (values, loop)."""
-    if length <= len(values):
-        return values[:length]
-    tail = values[loop:]
-    out = list(values)
-    while len(out) < length:
-        out.extend(tail)
-    return out[:length]
+def _unrolled_runs(view: tuple[int, int, dict[int, float] | None], length: int) -> list[int]:
+    """The quanta below `length` in which a part's sequence has a share above 0 (in no
+    particular order)."""
+    n, loop, shares = view
+    assert shares is not None
+    period = n - loop
+    out = []
+    for i in shares:
+        if i < loop:
+            out.append(i)
+        else:
+            out.extend(range(i, length, period))
+    return out

@@ -5,6 +5,8 @@ the policy reads, the plan must give the shares and the count of swapped-out uni
 stepping `boundary_turn` once per quantum gives.
 """
 
+import math
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -14,13 +16,11 @@ from simulation.policies.time_slicing import (
     RotationPlan,
     Slice,
     boundary_turn,
-    lowest,
+    lowest_runs,
     plan_rotation,
-    shifted,
     steady_share,
     turn,
     unit_cycles,
-    unit_sequence,
 )
 from simulation.share_cycle import ShareCycle
 
@@ -30,6 +30,55 @@ GPUS = 4
 def all_slices(plan: RotationPlan) -> list[Slice]:
     """Every quantum of a plan up to its loop's end, as `plan.slice` gives them."""
     return [plan.slice(i) for i in range(plan.quanta)]
+
+
+# A unit's shares quantum by quantum, as (values, loop): the values from `loop` on repeat.
+# The definitions the plan's sparse readings (`steady_share`, `lowest_runs`, `unit_cycles`)
+# are checked against.
+
+def sequence(plan: RotationPlan, start: int, unit) -> tuple[list[float], int]:
+    """`unit`'s share in each quantum of `plan` from `start` on (1.0 where it holds none)."""
+    n, loop = plan.quanta, plan.loop
+    quanta = (range(start, n) if start < loop
+              else [loop + (start - loop + r) % (n - loop) for r in range(n - loop)])
+    held = plan.holds(unit)
+    return [plan.slice(i).shares.get(unit, 0.0) if held else 1.0 for i in quanta], \
+        max(0, loop - start)
+
+
+def shifted(seq, by):
+    """The same sequence from `by` quanta later."""
+    values, loop = seq
+    if by <= loop:
+        return values[by:], loop - by
+    period = len(values) - loop
+    offset = (by - loop) % period
+    tail = values[loop:]
+    return tail[offset:] + tail[:offset], 0
+
+
+def lowest(a, b):
+    """The quantum-by-quantum minimum of two sequences, over a prefix as long as the
+    longer one's and the lcm of their periods."""
+    (va, la), (vb, lb) = a, b
+    prefix = max(la, lb)
+    length = prefix + math.lcm(len(va) - la, len(vb) - lb)
+    return [min(x, y) for x, y in zip(unrolled(va, la, length), unrolled(vb, lb, length),
+                                      strict=True)], prefix
+
+
+def unrolled(values, loop, length):
+    """The first `length` values of the sequence (values, loop)."""
+    out = list(values)
+    while len(out) < length:
+        out.extend(values[loop:])
+    return out[:length]
+
+
+def dense(reading) -> tuple[list[float], int]:
+    """`lowest_runs`' reading as a sequence."""
+    shares, length, loop = reading
+    return [shares.get(t, 0.0) for t in range(length)], loop
 
 
 @st.composite
@@ -70,7 +119,7 @@ def test_plan_matches_stepping_every_quantum(server):
     # every unit's sequence from quantum 0 (built for all units at once) is its column
     for unit in [*units, "not-planned"]:
         expected = [(s.shares.get(unit, 0.0) if unit in units else 1.0) for s in all_slices(plan)]
-        assert unit_sequence(plan, 0, unit) == (expected, plan.loop)
+        assert dense(lowest_runs([(plan, 0, unit)])) == (expected, plan.loop)
         assert steady_share(plan, 0, unit) == (
             expected[0] if expected.count(expected[0]) == len(expected) else None)
     # ... and from any later quantum, the slices from there on (looping back past the end)
@@ -83,7 +132,7 @@ def test_plan_matches_stepping_every_quantum(server):
             order = [plan.slice(loop + (offset + r) % (n - loop)) for r in range(n - loop)]
             rest_loop = 0
         for unit in units:
-            assert unit_sequence(plan, start, unit) == (
+            assert dense(lowest_runs([(plan, start, unit)])) == (
                 [s.shares.get(unit, 0.0) for s in order], rest_loop), (start, unit)
             shares = [s.shares.get(unit, 0.0) for s in order]
             assert steady_share(plan, start, unit) == (
@@ -102,7 +151,7 @@ def test_unit_cycles_are_each_units_sequence_from_the_next_quantum(server):
     ran = {u for s in all_slices(plan) for u in s.ran}
     assert set(cycles) == ran
     for unit in ran:
-        values, loop = unit_sequence(plan, 0, unit)
+        values, loop = sequence(plan, 0, unit)
         if values.count(values[0]) == len(values):
             assert cycles[unit] == (values[0], None)
             continue
@@ -317,7 +366,7 @@ def test_a_long_ring_in_closed_form_is_the_walk_quantum_by_quantum(size, count, 
     # each unit's shares by quantum and its cycle from the next quantum on
     cycles = unit_cycles(plan, 60.0, 60.0)
     for unit in units:
-        values, seq_loop = unit_sequence(plan, 0, unit)
+        values, seq_loop = sequence(plan, 0, unit)
         assert values == [s.shares.get(unit, 0.0) for s in stepped], unit
         assert steady_share(plan, 0, unit) == (
             values[0] if values.count(values[0]) == len(values) else None), unit
@@ -365,3 +414,48 @@ def test_a_ring_names_the_quantum_a_slice_equals():
     assert ring.repeats(at(3)) is None
     assert ring.repeats(at(6, share=1.0)) is None
     assert ring.slice(4).rotation == at(6).rotation
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(servers(), min_size=1, max_size=3), st.data())
+def test_the_lowest_of_a_spread_jobs_parts_is_their_minimum_quantum_by_quantum(parts, data):
+    """A job spread over servers runs at its slowest part's share: `lowest_runs`, read from
+    the parts' runs, is the quantum-by-quantum minimum of their sequences from each part's
+    own current quantum, over the longest prefix and the lcm of the periods, whichever
+    parts the plans do not hold and whichever servers do not slice (1.0)."""
+    readings, sequences = [], []
+    for units, old, running, loops in parts:
+        first = turn(list(units), old, units, GPUS, running, 0.5)
+        plan = plan_rotation(0.0, first, units, GPUS, 0.9, loops=loops)
+        kind = data.draw(st.sampled_from(["held", "held", "not-held", "no-plan"]))
+        if kind == "no-plan":
+            readings.append(None)
+            sequences.append(([1.0], 0))
+            continue
+        unit = data.draw(st.sampled_from(sorted(units))) if kind == "held" else "elsewhere"
+        start = data.draw(st.integers(0, plan.quanta + 3))
+        readings.append((plan, start, unit))
+        sequences.append(sequence(plan, start, unit))
+    expected = sequences[0]
+    for part in sequences[1:]:
+        expected = lowest(expected, part)
+    assert dense(lowest_runs(readings)) == expected
+
+
+def test_a_job_over_two_servers_runs_where_both_parts_run():
+    """Three 1-GPU units on 2 GPUs: quantum 0 runs u0 and u1 (at the touch's 0.5), then
+    each quantum the two that ran go to the back and the front two run, a resumed unit at
+    0.9 and one still running at 1.0, so quantum 4 is quantum 1 again: u0 runs at 0.5, 1.0,
+    0, 0.9 and u2 at 0, 0.9, 1.0, 0, looping from quantum 1. A job that is u0 on one such
+    server and u2 on another runs only where both run: in quantum 1, at 0.9."""
+    units = {"u0": 1, "u1": 1, "u2": 1}
+    first = turn(list(units), dict.fromkeys(units, 0.0), units, 2, set(), 0.5)
+    plan = plan_rotation(0.0, first, units, 2, 0.9)
+    other = plan_rotation(0.0, turn(list(units), dict.fromkeys(units, 0.0), units, 2, set(),
+                                    0.5), units, 2, 0.9)
+    assert [sequence(plan, 0, u) for u in ("u0", "u2")] == [
+        ([0.5, 1.0, 0.0, 0.9], 1), ([0.0, 0.9, 1.0, 0.0], 1)]
+    assert lowest_runs([(plan, 0, "u0"), (other, 0, "u2")]) == ({1: 0.9}, 4, 1)
+    # read from quantum 2, u0 runs at 0, 0.9, 1.0 repeating (no prefix), in step with u2
+    # after its quantum 0: both run in quanta 1 and 2 of 4, the loop from 1 (u2's prefix)
+    assert lowest_runs([(plan, 2, "u0"), (other, 0, "u2")]) == ({1: 0.9, 2: 1.0}, 4, 1)
