@@ -409,7 +409,7 @@ class Gandiva(GandivaPlacement, GandivaTimeSlicing, GandivaPacking, GandivaMigra
         """Time-sliced units on a server -> GPUs: a job, or a pack counted as one GPU, in
         the server's order of its jobs (the callers' choices do not depend on it)."""
         jobs = view.servers[sid].jobs
-        if self._pack_of.keys().isdisjoint(jobs):
+        if self._pack_of.keys().isdisjoint(jobs.keys()):  # two views: walks the shorter
             return dict(jobs)
         units: dict[object, int] = {}
         for job_id, gpus in jobs.items():

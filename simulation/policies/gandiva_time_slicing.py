@@ -273,7 +273,7 @@ class GandivaTimeSlicing:
         """The jobs whose unit has a share above 0 in some quantum of a plan, from its
         units' cycles (`unit_cycles` lists exactly those units); a server's `members`
         in no pack are their own units, its units the jobs (most servers)."""
-        if self._pack_of.keys().isdisjoint(members):
+        if self._pack_of.keys().isdisjoint(members.keys()):  # two views: walks the shorter
             return set(cycles)  # type: ignore[arg-type]  # every unit is a job id
         runners: set[str] = set()
         for unit in cycles:
