@@ -377,8 +377,9 @@ def test_a_long_ring_in_closed_form_is_the_walk_quantum_by_quantum(size, count, 
             assert cycles[unit] == (values[0], None)
         else:
             rest, rest_loop = shifted((values, seq_loop), 1)
-            assert cycles[unit] == (values[0], ShareCycle(values[0], 60.0, 60.0, rest,
-                                                          rest_loop)), unit
+            expected = ShareCycle(values[0], 60.0, 60.0, rest, rest_loop)
+            assert cycles[unit] == (values[0], expected), unit
+            assert cycles[unit][1].sums == expected.sums, unit  # shared by alike units
     assert plan.least_share == min((s.shares[u] for s in stepped for u in s.ran), default=1.0)
 
 
