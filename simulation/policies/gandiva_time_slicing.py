@@ -338,17 +338,17 @@ class GandivaTimeSlicing:
         one part never runs, so does the lowest: no sequence is built (`steady_share`)."""
         job = view.job(job_id)
         pack, locality = self._pack_factor(job_id), self._locality(view, job)
-        where, plans = self._where[job_id], self._plans
-        steady = [1.0 if plans.get(sid) is None else steady_share(
-            plans[sid], self._quantum_of(plans[sid]), self._unit_of(job_id, sid))
-            for sid in where]
+        plans = self._plans
+        # each part: its server's plan, the plan's current quantum and the job's unit there
+        # (None: a server that does not slice)
+        parts = [None if plans.get(sid) is None else
+                 (plans[sid], self._quantum_of(plans[sid]), self._unit_of(job_id, sid))
+                 for sid in self._where[job_id]]
+        steady = [1.0 if part is None else steady_share(*part) for part in parts]
         known = [share for share in steady if share is not None]
         if SUSPENDED in known or len(known) == len(steady):  # one lowest share throughout
             return self._plain_share(view, job_id, slowed_share(min(known), pack, locality))
-        lowest_shares, length, loop = lowest_runs(
-            [None if plans.get(sid) is None else
-             (plans[sid], self._quantum_of(plans[sid]), self._unit_of(job_id, sid))
-             for sid in where])
+        lowest_shares, length, loop = lowest_runs(parts)
         slowed = {t: slowed_share(share, pack, locality) for t, share in lowest_shares.items()}
         first = slowed.get(0, SUSPENDED)
         if not slowed or (len(slowed) == length

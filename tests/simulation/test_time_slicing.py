@@ -295,6 +295,20 @@ def test_a_plan_loops_back_to_a_slice_keyed_before_a_unit_was_walked_past():
     assert (plan.loop, plan.expires, plan.loop_suspends) == (1, False, 1)
 
 
+def ring_touch(units, before, data) -> Slice:
+    """Quantum 0 of 8 GPUs of units of one size, touched while some ran before (a share
+    drawn from `before`): those that fit keep running, the rest wait at the touch's 0.5."""
+    old = {u: data.draw(st.sampled_from(before)) for u in units}
+    running, free = set(), 8
+    for u in units:
+        if old[u] > 0 and units[u] <= free:
+            running.add(u)
+            free -= units[u]
+        else:
+            old[u] = 0.0
+    return turn(list(units), old, units, 8, running, 0.5)
+
+
 @settings(max_examples=150, deadline=None, derandomize=True)
 @given(st.sampled_from([1, 2, 4, 8]), st.integers(2, 70), st.data())
 def test_a_ring_of_units_of_one_size_turns_as_the_walk_does(size, count, data):
@@ -303,15 +317,7 @@ def test_a_ring_of_units_of_one_size_turns_as_the_walk_does(size, count, data):
     windows, running units, shares, swaps) and the same loop, from a touch that keeps
     some units running (their share 1.0, not the resumed 0.9, until they go to the back)."""
     units = {f"u{i:02d}": size for i in range(count)}
-    old = {u: data.draw(st.sampled_from([0.0, 1.0])) for u in units}
-    running, free = set(), 8
-    for u in units:
-        if old[u] > 0 and size <= free:
-            running.add(u)
-            free -= size
-        else:
-            old[u] = 0.0
-    first = turn(list(units), old, units, 8, running, 0.5)
+    first = ring_touch(units, [0.0, 1.0], data)
     plan = plan_rotation(0.0, first, units, 8, 0.9)
     current = first
     for k in range(1, plan.quanta):
@@ -333,15 +339,7 @@ def test_a_long_ring_in_closed_form_is_the_walk_quantum_by_quantum(size, count, 
     swaps counted up to it, each unit's sequence and cycle and the plan's loop are those of
     stepping `boundary_turn` quantum by quantum from a touch that keeps some units running."""
     units = {f"u{i:03d}": size for i in range(count)}
-    old = {u: data.draw(st.sampled_from([0.0, 0.0, 1.0])) for u in units}
-    running, free = set(), 8
-    for u in units:
-        if old[u] > 0 and size <= free:
-            running.add(u)
-            free -= size
-        else:
-            old[u] = 0.0
-    first = turn(list(units), old, units, 8, running, 0.5)
+    first = ring_touch(units, [0.0, 0.0, 1.0], data)
     plan = plan_rotation(0.0, first, units, 8, 0.9, loops=loops, horizon=horizon)
     loop, length = plain_plan(first, units, 8, 0.9, horizon) if loops else (None, horizon)
     assert ((None if plan.expires else plan.loop), plan.quanta) == (loop, length)
