@@ -15,6 +15,10 @@ Time-slicing (`time_slicing`): an over-subscribed server runs round robin with q
   measures. Suspends count the jobs actually swapped out. The rotation is planned ahead
   once per change of a server's units (`simulation.policies.time_slicing`) and each job
   gets its shares for the quanta ahead as one `ShareCycle`, which the engine integrates.
+  A job spread over servers runs only in the quanta in which all its servers run it; one
+  that its servers' plans keep out of step for a whole go-round is owed a turn and goes to
+  the front of all of them at the next boundary (`_check_turn`: the paper does not say how
+  a job's servers keep in step, and without it such jobs can wait for ever).
 - "fluid": each job's share of its GPUs is N / M at once (N GPUs, M GPUs allocated, a packed
   GPU counting once) times 1 - switch_overhead / time_slice, so six 1-GPU jobs on four GPUs
   each get 4/6 of a GPU (§6.1, Fig. 9): the quanta's long-run average, without the wait.
@@ -44,7 +48,7 @@ switches/sockets; affinity placement avoids exactly that). Not modelled: priorit
 (all jobs are one priority level) and machine failures.
 
 Counters (summary `policy_counters`): packings, packings_kept, packings_undone, suspends,
-migrations, grows, shrinks, oversubscribed_launches; with `log_utilisation`,
+migrations, grows, shrinks, oversubscribed_launches, owed_turns; with `log_utilisation`,
 `utilisation_log` holds (time, busy GPU-cores) steps, busy = Σ GPUs × share × the model's
 GPU utilisation (Table 1's metric).
 
@@ -140,7 +144,7 @@ class Gandiva(GandivaPlacement, GandivaTimeSlicing, GandivaPacking, GandivaMigra
         self.interval = self.time_slice  # one scheduling round per quantum
         self._counts: dict[str, float] = dict.fromkeys(
             ("packings", "packings_kept", "packings_undone", "suspends", "migrations",
-             "grows", "shrinks", "oversubscribed_launches"), 0)
+             "grows", "shrinks", "oversubscribed_launches", "owed_turns"), 0)
         self.utilisation_log: list[tuple[float, float]] = []
         self._affinity: dict[str, int] = {}
         self._affinity_count: Counter[tuple[str, int]] = Counter()  # (pool, GPUs) -> servers
@@ -163,6 +167,7 @@ class Gandiva(GandivaPlacement, GandivaTimeSlicing, GandivaPacking, GandivaMigra
         self._mixed: dict[str, bool] = {}  # server -> hosts jobs of several sizes
         self._placid: dict[str, bool] = {}  # model -> insensitive to locality
         self._expiring: list[tuple[float, str]] = []  # (expiry, server) of expiring plans
+        self._owed: set[str] = set()  # spread jobs owed a turn at the next boundary
         # What changed since when: the engine's allocation and queue logs are read up to
         # these marks; every job or pack change marks its servers in the sets below.
         self._alloc_mark = 0

@@ -109,7 +109,7 @@ class GandivaTimeSlicing:
             return min(self._rank[j] for j in self._packs[unit[1]].members)
         return self._rank[str(unit)]
 
-    def _rotate(self, view: ClusterView, sid: str, boundary: bool) -> None:
+    def _rotate(self, view: ClusterView, sid: str, boundary: bool, owed: list[str]) -> None:
         """Re-plan suspend/resume round robin on a server whose units changed
         (time_slicing = "quanta", §4.1, §6.1; the rotation itself is in `time_slicing`).
 
@@ -123,7 +123,8 @@ class GandivaTimeSlicing:
         exact at the quantum's end and early by at most the overhead within it. A job that
         starts, or keeps its GPUs, pays nothing. From the next boundary on, the rotation
         turns unchanged until the server's units change again: `plan_rotation` plays it
-        forward once and the plan holds every quantum."""
+        forward once and the plan holds every quantum. At a boundary the spread jobs
+        `owed` a turn (`_check_turn`; in launch order) go to the front first."""
         units = self._units(view, sid)
         gpus = view.servers[sid].gpus
         plan = self._plans.pop(sid, None)
@@ -172,6 +173,11 @@ class GandivaTimeSlicing:
             for unit in ran:
                 rotation.remove(unit)
             rotation.extend(ran)
+            front = [job_id for job_id in owed if job_id in units]  # in launch order
+            if front:
+                for unit in front:
+                    rotation.remove(unit)
+                rotation[:0] = front
         left = self._quantum_start + self.time_slice - view.now
         resumed = max(SUSPENDED, 1.0 - self.switch_overhead / left) if left > 0 else SUSPENDED
         first = turn(rotation, old, units, gpus, set() if boundary else set(ran), resumed,
@@ -193,11 +199,19 @@ class GandivaTimeSlicing:
         their jobs gets its shares for every quantum ahead as one `ShareCycle`."""
         if self._quanta:
             boundary = view.now >= self._quantum_start + self.time_slice - 1e-9
+            owed: list[str] = []
             if boundary:
                 self._quantum_start = view.now
                 self._replan_expired(view.now)
+                # the spread jobs owed a turn (`_check_turn`) take it now, on all their servers
+                owed = sorted([job_id for job_id in self._owed
+                               if len(self._where.get(job_id, ())) > 1], key=self._rank.__getitem__)
+                self._owed = set()
+                for job_id in owed:
+                    self._touched_shares.update(self._where[job_id])
+                self._counts["owed_turns"] += len(owed)
             for sid in sorted(self._touched_shares, key=self._order.__getitem__):
-                self._rotate(view, sid, boundary)
+                self._rotate(view, sid, boundary, owed)
         touched, self._touched_shares = self._touched_shares, set()
         jobs: set[str] = set()
         fresh: dict[str, dict[Unit, tuple[float, ShareCycle | None]]] = {}
@@ -349,6 +363,8 @@ class GandivaTimeSlicing:
         if SUSPENDED in known or len(known) == len(steady):  # one lowest share throughout
             return self._plain_share(view, job_id, slowed_share(min(known), pack, locality))
         lowest_shares, length, loop = lowest_runs(parts)
+        if len(parts) > 1:
+            self._check_turn(view, job_id, parts, min(lowest_shares, default=None))
         slowed = {t: slowed_share(share, pack, locality) for t, share in lowest_shares.items()}
         first = slowed.get(0, SUSPENDED)
         if not slowed or (len(slowed) == length
@@ -366,6 +382,29 @@ class GandivaTimeSlicing:
                                   [share for _, share in rest], rest_loop)
         self._cycle_of[job_id] = cycle
         return SetShare(job_id, first, cycle)
+
+    def _check_turn(self, view: ClusterView, job_id: str,
+                    parts: list[tuple[RotationPlan, int, Unit] | None], first_run: int | None
+                    ) -> None:
+        """Owe a job spread over servers a turn at the next boundary (`_rotate` puts it at
+        the front of each of its servers' rotations) when its servers' plans give it no
+        quantum in which every part runs within one go-round of its busiest server,
+        ceil(load / GPUs) quanta: what round robin promises every unit of a server.
+
+        The servers rotate independently and the paper does not say how suspend/resume
+        keeps a job's servers in step; without this, jobs spread over the same servers in
+        different orders never run (issue #22: on Philly's first 20,000 jobs at 60 × 8,
+        fifteen 32-GPU jobs on the same four servers made no progress for 10^8 s). Owed
+        jobs go first in launch order, so the earliest of them runs on all its servers at
+        that boundary, and none waits for ever. `first_run` is the first quantum from now
+        in which the job runs (None: none in the plans), `parts` as `lowest_runs` reads them."""
+        go_round = max(math.ceil(self._load(view, sid) / view.servers[sid].gpus)
+                       for sid in self._where[job_id])
+        # the quanta its plans know ahead (a spread job's servers' plans expire: `_rotate`)
+        covered = min((part[0].quanta - part[1] for part in parts if part is not None),
+                      default=math.inf)
+        if go_round <= covered and (first_run is None or first_run >= go_round):
+            self._owed.add(job_id)
 
     def _plain_share(self, view: ClusterView, job_id: str, share: float) -> SetShare | None:
         """A share that stays: a plain `SetShare`, or None if the job has it already."""

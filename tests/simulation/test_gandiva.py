@@ -370,3 +370,54 @@ def test_a_queue_walk_that_launched_is_walked_again_at_the_next_round():
         starts.append({row["job_id"]: row["start"] for row in result.jobs})
     assert starts[0] == starts[1]
     assert starts[0]["x"] == pytest.approx(60.0)
+
+
+def test_quanta_jobs_spread_over_servers_out_of_step_are_owed_a_turn():
+    """4 × 4 GPUs, no switch cost, ResNet-50 (0.53 of its speed over servers), 90 s of work
+    each. j0 (4 GPUs) runs on gpu-1 from 70 to 160; j1, j3 (8 GPUs) take gpu-2 and gpu-3 at
+    100 and share them; j6 (8) takes gpu-1 and gpu-4 at 170, j7 (8) joins it there at 200
+    and j8 (8) over-subscribes gpu-1 and gpu-2 at 230. gpu-1 then turns j6 j7 j8 and gpu-4
+    j6 j7: at the boundary of 310 their plans give j6 and j7 no quantum in which both of
+    their servers run them within a go-round (three quanta on gpu-1), and both are told 0.
+    They are owed a turn: at the next boundary, 370, both go to the front of gpu-1 and
+    gpu-4 in launch order, so j6 runs on both at 0.53 and j7 follows at 430. Without it
+    j6 and j7 stay out of step and never run again once j8 leaves (every job must end)."""
+    spec = [("j0", 70.0, 4), ("j1", 100.0, 8), ("j3", 100.0, 8), ("j6", 170.0, 8),
+            ("j7", 200.0, 8), ("j8", 230.0, 8)]
+    jobs = [JobSpec(name, t, gpus, 90.0, model="resnet50") for name, t, gpus in spec]
+    policy = Recording(create_policy("gandiva", {"switch_overhead": 0.0}))
+    result = Simulation(cluster(4, 4), Workload(tuple(jobs)), policy,
+                        config=EngineConfig(max_time=100_000.0)).run()
+    assert all(row["end"] is not None for row in result.jobs)
+    told = {(t, d.job_id): d for t, d in policy.decisions if isinstance(d, SetShare)}
+    assert told[(310.0, "j6")].share == told[(310.0, "j7")].share == 0.0
+    assert told[(310.0, "j6")].cycle is None and told[(310.0, "j7")].cycle is None
+    assert told[(370.0, "j6")].share == pytest.approx(0.53)
+    j7 = told[(370.0, "j7")]
+    assert j7.share == 0.0 and j7.cycle.start == 430.0 and j7.cycle.share_at(430.0) == 0.53
+    assert result.summary["policy_counters"]["owed_turns"] >= 2
+
+
+@pytest.mark.parametrize(("first_run", "quanta", "owed"), [
+    (2, 7, False),  # runs within the go-round of gpu-a (10 GPUs of units on 4: 3 quanta)
+    (3, 7, True),  # not before quantum 3: a whole go-round without a turn
+    (None, 7, True),  # no quantum at all in the six known ones
+    (None, 3, False),  # two known quanta: too few to tell, the longer next plan will
+])
+def test_a_spread_job_is_owed_a_turn_when_its_plans_skip_a_whole_go_round(
+        first_run, quanta, owed):
+    """`_check_turn` with the job on gpu-a (load 10 on 4 GPUs) and gpu-b (load 8 on 4):
+    the go-round of the busiest is ceil(10 / 4) = 3 quanta; both plans expire, gpu-a's
+    after the given quanta, read from its quantum 1, and gpu-b's after 12, read from 2: the
+    quanta known ahead are the fewer of quanta - 1 and 10."""
+    from types import SimpleNamespace
+
+    policy = create_policy("gandiva", {})
+    policy._where["j"] = ("gpu-a", "gpu-b")
+    policy._index.load.update({"gpu-a": 10, "gpu-b": 8})
+    view = SimpleNamespace(servers={"gpu-a": SimpleNamespace(gpus=4),
+                                    "gpu-b": SimpleNamespace(gpus=4)})
+    parts = [(SimpleNamespace(quanta=quanta, expires=True), 1, "j"),
+             (SimpleNamespace(quanta=12, expires=True), 2, "j")]
+    policy._check_turn(view, "j", parts, first_run)
+    assert ("j" in policy._owed) is owed
