@@ -41,7 +41,7 @@ from simulation.engine_config import (
     default_engine_config,
     throughput_model,
 )
-from simulation.errors import InputError, InvalidDecision
+from simulation.errors import InputError, InvalidDecision, InvariantViolation
 from simulation.metrics import RunRecord, RunResult, build_result
 from simulation.model import ClusterSpec, InferenceLoad, PoolKind, Workload
 from simulation.overhead import pause, resize_overhead
@@ -60,6 +60,9 @@ COMPLETION, LOAN, TICK = 0, 1, 3
 # as a COMPLETION with the same sequence number) when it reaches the top of the heap.
 UNTIMED = -1
 _MIN_WAKEUP = 1e-3  # a policy wakeup is never at the current instant (that would spin)
+# Rounds in a row that decide nothing, with every job arrived, before the engine asks
+# whether any job can still progress (`_check_stalled`).
+STALL_ROUNDS = 10_000
 _PROGRESS_CHECK_LOOPS = 1024  # how often the loop looks at the wall clock
 _PROGRESS_QUIET_SECONDS = 2.0  # longest wall time between two progress calls
 # Enum members read once per decision: a class attribute lookup costs ~0.1 µs each.
@@ -231,6 +234,7 @@ class Simulation:
         event_driven = self._event_driven
         unscheduled = False
         loops = 0
+        idle_rounds = 0  # rounds in a row that decided nothing, after the last arrival
         while i < n or state.queue or state.running:
             loops += 1
             if self.progress is not None and not loops % _PROGRESS_CHECK_LOOPS:
@@ -268,8 +272,16 @@ class Simulation:
                     self._tick_pending = False
                     dirty = True
             if dirty:
+                decided = self.counters.decisions
                 self._schedule_round()
                 unscheduled = False
+                if i < n or self.counters.decisions != decided:
+                    idle_rounds = 0
+                else:
+                    idle_rounds += 1
+                    if idle_rounds >= STALL_ROUNDS:
+                        self._check_stalled(idle_rounds)
+                        idle_rounds = 0
                 if self._interval is None:
                     self._arm_wakeup(now)
             if self._interval is None:
@@ -287,6 +299,23 @@ class Simulation:
             total_inference_busy=sampler.total_inference_busy,
             total_queued=sampler.total_queued, loan_log=self.loan_log)
         return build_result(record, wall_seconds=time.perf_counter() - started)
+
+    def _check_stalled(self, rounds: int) -> None:
+        """Raise `InvariantViolation` if no job can ever progress: every job has arrived, no
+        job's completion is pending (running jobs hold their GPUs at a share of 0), nothing
+        is lent, and the policy decided nothing in the last `rounds` rounds. Only the
+        policy's own clock would be left, and the run would never end (a livelock of the
+        policy, as Gandiva's spread jobs once were: issue #22)."""
+        if self._has_loan_events() or any(
+                entry[1] <= COMPLETION and not self._is_stale(entry) for entry in self._heap):
+            return
+        state = self.state
+        held = sorted(state.running, key=lambda job_id: state.jobs[job_id].spec.submit_time)
+        raise InvariantViolation(
+            f"run of {self.policy.name} stalls at t={self.clock.now:.0f} s: "
+            f"{len(held)} running jobs can never progress ({', '.join(held[:5])}"
+            f"{', …' if len(held) > 5 else ''}), {len(state.queue)} queued, and the policy "
+            f"decided nothing in {rounds:,} rounds")
 
     def _is_stale(self, entry: tuple[float, int, int, str, int]) -> bool:
         """A completion whose job was resized, preempted or re-timed since it was pushed, or

@@ -251,3 +251,61 @@ def test_a_requeued_job_goes_back_to_its_submit_order_place(requeued):
     state.enqueue(state.jobs["j6"], 300.0)
     assert "j6" in view.queue.keys() and len(view.queue.keys()) == 8  # membership, no order
     assert list(view.queue.items())[6][0] == "j6" and list(state.queue) == in_order
+
+
+class HoldingAtZero(Policy):
+    """Launches each job on a GPU of training-1 at `share` (0: suspended) and then decides
+    nothing, a round every 60 s; at round `resume_after` it gives every job a share of 1."""
+
+    name = "test-hold"
+    interval = 60.0
+
+    def __init__(self, share: float = 0.0, resume_after: int | None = None) -> None:
+        super().__init__()
+        self.share = share
+        self.resume_after = resume_after
+        self.rounds = 0
+
+    def schedule(self, view):
+        self.rounds += 1
+        for job_id in list(view.queue):
+            yield Launch(job_id, (Slot("training-1", 1),))
+            yield SetShare(job_id, self.share)
+        if self.rounds == self.resume_after:
+            for job_id in view.running:
+                yield SetShare(job_id, 1.0)
+
+
+def test_a_run_in_which_no_job_can_ever_progress_stops_with_the_jobs_named():
+    """A and B hold their GPUs at share 0 from 0 s on and nothing else can happen: after
+    `STALL_ROUNDS` rounds that decide nothing (one per 60 s) the run stops, naming them,
+    instead of ticking until `max_time` (here 10^9 s, 16 million rounds)."""
+    from simulation.engine import STALL_ROUNDS
+    from simulation.errors import InvariantViolation
+
+    sim = Simulation(training_cluster(1, 2), workload(JobSpec("A", 0, 1, 100),
+                                                      JobSpec("B", 0, 1, 100)),
+                     HoldingAtZero(), config=EngineConfig(max_time=1e9))
+    with pytest.raises(InvariantViolation,
+                       match=r"test-hold stalls at t=600000 s: 2 running jobs can never "
+                             r"progress \(A, B\), 0 queued, and the policy decided nothing "
+                             r"in 10,000 rounds"):
+        sim.run()
+    assert STALL_ROUNDS == 10_000  # the round at 0 decides; rounds 60 .. 600,000 do not
+
+
+def test_a_suspension_the_policy_ends_within_stall_rounds_is_no_stall():
+    """The same jobs, resumed at the 9,000th round (t = 8,999 × 60 = 539,940 s), after
+    8,998 rounds that decided nothing: both end 100 s later."""
+    sim = Simulation(training_cluster(1, 2), workload(JobSpec("A", 0, 1, 100),
+                                                      JobSpec("B", 0, 1, 100)),
+                     HoldingAtZero(resume_after=9_000), config=EngineConfig(max_time=1e9))
+    assert ends(sim.run()) == {"A": 540_040.0, "B": 540_040.0}
+
+
+def test_rounds_that_decide_nothing_while_a_job_runs_are_no_stall():
+    """A runs at full speed for 10^6 s under a policy that decides nothing after its launch:
+    16,666 rounds without a decision, but A's completion is pending, so the run ends then."""
+    sim = Simulation(training_cluster(1, 2), workload(JobSpec("A", 0, 1, 1e6)),
+                     HoldingAtZero(share=1.0), config=EngineConfig(max_time=1e9))
+    assert ends(sim.run()) == {"A": 1e6}
