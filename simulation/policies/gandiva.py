@@ -72,7 +72,7 @@ are mixins of `Gandiva`, and `gandiva_index` keeps the per-server tallies.
 import math
 from bisect import bisect_left, insort
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 
 from simulation.decisions import Decision
 from simulation.dlt_models import model_info
@@ -410,12 +410,14 @@ class Gandiva(GandivaPlacement, GandivaTimeSlicing, GandivaPacking, GandivaMigra
 
     # -- per-server load ------------------------------------------------------------------
 
-    def _units(self, view: ClusterView, sid: str) -> dict[object, int]:
+    def _units(self, view: ClusterView, sid: str) -> Mapping[object, int]:
         """Time-sliced units on a server -> GPUs: a job, or a pack counted as one GPU, in
-        the server's order of its jobs (the callers' choices do not depend on it)."""
+        the server's order of its jobs (the callers' choices do not depend on it). Read
+        before the engine applies another decision: on a server in no pack it is the
+        server's own view of its jobs, not a copy (thousands of them on full Philly)."""
         jobs = view.servers[sid].jobs
         if self._pack_of.keys().isdisjoint(jobs.keys()):  # two views: walks the shorter
-            return dict(jobs)
+            return jobs  # type: ignore[return-value]  # job ids are units
         units: dict[object, int] = {}
         for job_id, gpus in jobs.items():
             pid = self._pack_of.get(job_id)
