@@ -381,11 +381,12 @@ def test_quanta_jobs_spread_over_servers_out_of_step_are_owed_a_turn():
     their servers run them within a go-round (three quanta on gpu-1), and both are told 0.
     They are owed a turn: at the next boundary, 370, both go to the front of gpu-1 and
     gpu-4 in launch order, so j6 runs on both at 0.53 and j7 follows at 430. Without it
-    j6 and j7 stay out of step and never run again once j8 leaves (every job must end)."""
+    j6 and j7 stay out of step and never run again once j8 leaves (every job must end).
+    Migration is off, so that only the rotation can help."""
     spec = [("j0", 70.0, 4), ("j1", 100.0, 8), ("j3", 100.0, 8), ("j6", 170.0, 8),
             ("j7", 200.0, 8), ("j8", 230.0, 8)]
     jobs = [JobSpec(name, t, gpus, 90.0, model="resnet50") for name, t, gpus in spec]
-    policy = Recording(create_policy("gandiva", {"switch_overhead": 0.0}))
+    policy = Recording(create_policy("gandiva", {"switch_overhead": 0.0, "migration": False}))
     result = Simulation(cluster(4, 4), Workload(tuple(jobs)), policy,
                         config=EngineConfig(max_time=100_000.0)).run()
     assert all(row["end"] is not None for row in result.jobs)
