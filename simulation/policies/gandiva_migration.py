@@ -65,7 +65,12 @@ class GandivaMigration:
 
     def _reduce_height(self, view: ClusterView) -> Iterator[Decision]:
         """Move jobs off over-subscribed servers (no other server is over-subscribed by a
-        move: a destination has room) while any server has a free GPU."""
+        move: a destination has room) while any server has a free GPU.
+
+        A job spread over servers moves as a new job would be placed (Algorithm 1 without
+        its over-subscribing fallback): §4.2.2 does not limit migration to jobs on one
+        server, and left in place such jobs kept time-slicing on a few servers while the
+        rest of the cluster stood idle (full Philly, issue #22)."""
         for sid in self._overloaded(view):
             for job_id in sorted(view.servers[sid].jobs):
                 if self._load(view, sid) <= view.servers[sid].gpus:
@@ -73,11 +78,29 @@ class GandivaMigration:
                 if self._index.max_free() == 0:
                     return  # no job fits anywhere, and nothing moves to change that
                 job = view.job(job_id)
-                if len(job.placement) != 1 or not self._movable(view, job):
+                if len(job.placement) > 1:
+                    move = self._spread_move(view, job)
+                    if move is not None:
+                        yield move
+                    continue
+                if not self._movable(view, job):
                     continue
                 dest = self._destination(view, job, {sid})
                 if dest is not None:
                     yield self._migrate(view, job, dest)
+
+    def _spread_move(self, view: ClusterView, job: JobView) -> Migrate | None:
+        """A job spread over servers, moved where Algorithm 1 would place it anew without
+        over-subscribing, or None (in a pack, grown, or nowhere to go)."""
+        if job.job_id in self._pack_of or job.gpus != job.spec.num_gpus:
+            return None
+        placement, oversubscribed = self._get_node(view, job)
+        if placement is None or oversubscribed:
+            return None
+        self._counts["migrations"] += 1
+        for slot in placement:
+            self._set_affinity(view, slot.server, job.spec.num_gpus)
+        return Migrate(job.job_id, placement)
 
     def _improve_locality(self, view: ClusterView) -> Iterator[Decision]:
         for job_id in sorted(self._spread, key=self._rank.__getitem__):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from simulation.composition import create_policy
-from simulation.decisions import Launch, Migrate, Resize, SetShare
+from simulation.decisions import Launch, Migrate, Resize, SetShare, Slot
 from simulation.engine import EngineConfig, Simulation
 from simulation.model import ClusterSpec, GpuType, JobSpec, PoolKind, PoolSpec, Workload
 from simulation.policies.gandiva_index import packing_capacity
@@ -422,3 +422,31 @@ def test_a_spread_job_is_owed_a_turn_when_its_plans_skip_a_whole_go_round(
              (SimpleNamespace(quanta=12, expires=True), 2, "j")]
     policy._check_turn(view, "j", parts, first_run)
     assert ("j" in policy._owed) is owed
+
+
+@pytest.mark.parametrize("migration", [True, False])
+def test_a_job_spread_over_over_subscribed_servers_moves_to_idle_ones(migration):
+    """4 × 4 GPUs, no switch cost, ResNet-50 (0.53 of its speed over servers). x (4 GPUs,
+    90 s) runs on gpu-1; a (8 GPUs) takes gpu-2 and gpu-3 at 10; b (8) finds no two free
+    servers and over-subscribes the same pair at 20. When x leaves at 90, gpu-1 and gpu-4
+    are idle: height reduction moves a there as Algorithm 1 would place it (unallocated
+    servers), and from then on a and b each run alone at 0.53, neither suspended again.
+    By 90 a ran 10-60 (50 × 0.53 of work) and b 60-90 (30 × 0.53); a pauses 1 s for its
+    move. Without migration they keep taking turns on gpu-2 and gpu-3."""
+    jobs = [JobSpec("x", 0.0, 4, 90.0, model="resnet50"),
+            JobSpec("a", 10.0, 8, 600.0, model="resnet50"),
+            JobSpec("b", 20.0, 8, 600.0, model="resnet50")]
+    result, policy = simulate(jobs, servers=4, gpus=4, switch_overhead=0.0,
+                              migration=migration)
+    moves = [(t, d) for t, d in policy.decisions if isinstance(d, Migrate)]
+    later = [d for t, d in policy.decisions if isinstance(d, SetShare) and t >= 90.0]
+    if migration:
+        assert moves == [(90.0, Migrate("a", (Slot("gpu-1", 4), Slot("gpu-4", 4))))]
+        assert result.summary["policy_counters"]["migrations"] == 1
+        assert [(d.job_id, d.share, d.cycle) for d in later] == [
+            ("a", pytest.approx(0.53), None), ("b", pytest.approx(0.53), None)]
+        assert jcts(result)["a"] + 10.0 == pytest.approx(91.0 + (600 - 50 * 0.53) / 0.53)
+        assert jcts(result)["b"] + 20.0 == pytest.approx(90.0 + (600 - 30 * 0.53) / 0.53)
+    else:
+        assert moves == []
+        assert any(d.share == 0.0 or d.cycle is not None for d in later)
