@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from simulation.decisions import Decision, Migrate, Slot
+from simulation.decisions import Decision, Migrate, Placement, Slot
 from simulation.view import ClusterView, JobView, ServerView
 
 
@@ -59,9 +59,14 @@ class GandivaMigration:
         return best[1] if best else None
 
     def _migrate(self, view: ClusterView, job: JobView, sid: str) -> Migrate:
+        return self._move(view, job, (Slot(sid, job.gpus),))
+
+    def _move(self, view: ClusterView, job: JobView, placement: Placement) -> Migrate:
+        """Count the migration and give its servers the job's affinity."""
         self._counts["migrations"] += 1
-        self._set_affinity(view, sid, job.spec.num_gpus)
-        return Migrate(job.job_id, (Slot(sid, job.gpus),))
+        for slot in placement:
+            self._set_affinity(view, slot.server, job.spec.num_gpus)
+        return Migrate(job.job_id, placement)
 
     def _reduce_height(self, view: ClusterView) -> Iterator[Decision]:
         """Move jobs off over-subscribed servers (no other server is over-subscribed by a
@@ -97,10 +102,7 @@ class GandivaMigration:
         placement, oversubscribed = self._get_node(view, job)
         if placement is None or oversubscribed:
             return None
-        self._counts["migrations"] += 1
-        for slot in placement:
-            self._set_affinity(view, slot.server, job.spec.num_gpus)
-        return Migrate(job.job_id, placement)
+        return self._move(view, job, placement)
 
     def _improve_locality(self, view: ClusterView) -> Iterator[Decision]:
         for job_id in sorted(self._spread, key=self._rank.__getitem__):
