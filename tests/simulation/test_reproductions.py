@@ -4,6 +4,7 @@ the CLI's user errors, and the inputs the EDL and Gandiva experiments build."""
 from __future__ import annotations
 
 import dataclasses
+from types import SimpleNamespace
 
 import pytest
 
@@ -13,7 +14,11 @@ from simulation.errors import InputError
 from simulation.model import JobSpec, Workload
 from simulation.reproductions import aryl, muri, paper_names, sia
 from simulation.reproductions.edl import edl_philly_workload
-from simulation.reproductions.gandiva import baseline_utilisation, logged_utilisation
+from simulation.reproductions.gandiva import (
+    baseline_utilisation,
+    last_to_end,
+    logged_utilisation,
+)
 from simulation.reproductions.report import (
     DEVIATES,
     DIRECTION_ONLY,
@@ -133,6 +138,19 @@ def test_gandiva_utilisation_over_the_stable_regime():
     # 90 busy GPU-cores from 1,200 s to 12,000 s, the whole window, on 180 GPUs.
     log = [(0.0, 0.0), (1200.0, 90.0), (12000.0, 0.0)]
     assert logged_utilisation(log, 180) == pytest.approx(0.5)
+
+
+def test_the_job_ending_last_says_how_it_ran():
+    # a: 4.5 h of work, queued 1 h, ends at 10 h: 9 h running for 4.5 h of work = 50 %.
+    # b has more work (5 h) but ends earlier; c never ran. So a is the 2nd longest of 3.
+    a = {"job_id": "a", "submit": 0.0, "start": 3600.0, "end": 36000.0, "queuing": 3600.0,
+         "duration": 16200.0, "num_gpus": 2}
+    b = {**a, "job_id": "b", "start": 0.0, "end": 30000.0, "queuing": 0.0, "duration": 18000.0}
+    c = {**a, "job_id": "c", "start": None, "end": None, "duration": 100.0}
+    result = SimpleNamespace(jobs=[b, a, c])
+    assert last_to_end(result) == (
+        "a, the 2nd longest of 3 (4.5 h of work on 2 GPUs, submitted at 0.0 h), ending at "
+        "10.0 h: queued 1.0 h, then ran at 50% of full speed")
 
 
 def _figures(**overrides: float) -> dict[str, aryl.Figures]:
