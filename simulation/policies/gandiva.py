@@ -168,6 +168,10 @@ class Gandiva(GandivaPlacement, GandivaTimeSlicing, GandivaPacking, GandivaMigra
         self._placid: dict[str, bool] = {}  # model -> insensitive to locality
         self._expiring: list[tuple[float, str]] = []  # (expiry, server) of expiring plans
         self._owed: set[str] = set()  # spread jobs owed a turn at the next boundary
+        # Per time-slicing server in no pack: the units of its plan's rotation, and the jobs
+        # whose GPUs changed on it since (`_rotate` re-plans from the change).
+        self._rotation_units: dict[str, set[object]] = {}
+        self._suspects: dict[str, set[str]] = {}
         # What changed since when: the engine's allocation and queue logs are read up to
         # these marks; every job or pack change marks its servers in the sets below.
         self._alloc_mark = 0
@@ -372,9 +376,12 @@ class Gandiva(GandivaPlacement, GandivaTimeSlicing, GandivaPacking, GandivaMigra
     def _account(self, view: ClusterView, job_id: str) -> None:
         """Take `job_id` out of the tallies of the servers it was on, and count it on the
         servers it is on now, as `_units` and `_movable` see it."""
+        quanta = self._quanta
         for part in self._parts.pop(job_id, ()):
             self._tally[part[0]].count(part, -1)
             self._mark(part[0])
+            if quanta:
+                self._suspects.setdefault(part[0], set()).add(job_id)
         job = view.job(job_id)
         placement = job.placement
         if not placement:
@@ -393,6 +400,8 @@ class Gandiva(GandivaPlacement, GandivaTimeSlicing, GandivaPacking, GandivaMigra
                 tally = self._tally[sid] = ServerTally()
             tally.count(part, 1)
             self._mark(sid)
+            if quanta:
+                self._suspects.setdefault(sid, set()).add(job_id)
             parts.append(part)
         self._parts[job_id] = tuple(parts)
 
@@ -416,7 +425,7 @@ class Gandiva(GandivaPlacement, GandivaTimeSlicing, GandivaPacking, GandivaMigra
         before the engine applies another decision: on a server in no pack it is the
         server's own view of its jobs, not a copy (thousands of them on full Philly)."""
         jobs = view.servers[sid].jobs
-        if self._pack_of.keys().isdisjoint(jobs.keys()):  # two views: walks the shorter
+        if not self._has_pack(view, sid):
             return jobs  # type: ignore[return-value]  # job ids are units
         units: dict[object, int] = {}
         for job_id, gpus in jobs.items():
@@ -426,6 +435,11 @@ class Gandiva(GandivaPlacement, GandivaTimeSlicing, GandivaPacking, GandivaMigra
             else:
                 units[job_id] = gpus
         return units
+
+    def _has_pack(self, view: ClusterView, sid: str) -> bool:
+        """Whether a job on server `sid` is in a pack (its units are not its jobs)."""
+        # two key views: `isdisjoint` walks the shorter, the few packed jobs
+        return not self._pack_of.keys().isdisjoint(view.servers[sid].jobs.keys())
 
     def _refresh(self, view: ClusterView) -> None:
         """Re-index the servers whose jobs or packs changed, from their tallies."""

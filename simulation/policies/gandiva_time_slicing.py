@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 
 from simulation.decisions import Decision, SetShare
 from simulation.dlt_models import model_info
@@ -128,8 +128,10 @@ class GandivaTimeSlicing:
         units = self._units(view, sid)
         gpus = view.servers[sid].gpus
         plan = self._plans.pop(sid, None)
+        members = self._rotation_units.pop(sid, None)
+        suspects = self._suspects.pop(sid, ())
         rotation: list[Unit] = []
-        old: dict[Unit, float] = {}
+        shares: dict[Unit, float] = {}
         ran: tuple[Unit, ...] = ()
         horizon = MIN_HORIZON
         if plan is not None:  # the quantum in effect before this round (at a boundary: ended)
@@ -138,11 +140,80 @@ class GandivaTimeSlicing:
             self._counts["suspends"] += plan.suspends_through(before)
             current = plan.slice(before)
             rotation = list(current.rotation)
-            old = dict.fromkeys(rotation, SUSPENDED)
-            old.update(current.shares)
+            shares = current.shares
             ran = current.ran  # the units with a share above 0 in `old`, in rotation order
-        if sum(units.values()) <= gpus:
+        if self._load(view, sid) <= gpus:
             return
+        plain = not self._has_pack(view, sid)  # the units are the server's jobs
+        old: Mapping[Unit, float] | None = None
+        if plan is not None and members is not None and plain:
+            rotation, ran, old = self._changed_rotation(rotation, ran, shares, members,
+                                                        suspects, units)
+        if old is None:
+            rotation, ran, old = self._rebuilt_rotation(rotation, ran, shares, units)
+            if plain:
+                members = set(units)
+        if plain:
+            self._rotation_units[sid] = members
+        if boundary:
+            for unit in ran:
+                rotation.remove(unit)
+            rotation.extend(ran)
+            front = [job_id for job_id in owed if job_id in units]  # in launch order
+            if front:
+                for unit in front:
+                    rotation.remove(unit)
+                rotation[:0] = front
+        left = self._quantum_start + self.time_slice - view.now
+        resumed = max(SUSPENDED, 1.0 - self.switch_overhead / left) if left > 0 else SUSPENDED
+        first = turn(rotation, old, units, gpus, set() if boundary else set(ran), resumed,
+                     len(ran))
+        self._counts["suspends"] += first.suspends
+        full = max(SUSPENDED, 1.0 - self.switch_overhead / self.time_slice)
+        # A job spread over servers runs at its slowest part's share: its servers' plans
+        # expire rather than loop, so its sequence need not repeat with both periods.
+        loops = view.servers[sid].jobs.keys().isdisjoint(self._spread)
+        plan = plan_rotation(self._quantum_start, first, units, gpus, full, loops, horizon)
+        self._plans[sid] = plan
+        if plan.expires:
+            heapq.heappush(self._expiring, (plan.expiry(self.time_slice), sid))
+
+    def _changed_rotation(self, rotation: list[Unit], ran: tuple[Unit, ...],
+                          shares: dict[Unit, float], members: set[Unit],
+                          suspects: set[str], units: Mapping[Unit, int]
+                          ) -> tuple[list[Unit], tuple[Unit, ...], Mapping[Unit, float] | None]:
+        """`_rebuilt_rotation` from what changed: the jobs whose GPUs changed on the server
+        since its last plan (`suspects`) against the units of that plan's rotation
+        (`members`, updated in place), so a re-plan costs the change, not a pass over the
+        hundreds of units of a crowded server (issue #22). Only for a server in no pack,
+        before and now; the rotation's `old` shares are read through `_PreviousShares`.
+        None for `old` if the counts do not add up (a change not seen): rebuild then."""
+        gone = {u for u in suspects if u in members and u not in units}
+        new = sorted([u for u in suspects if u not in members and u in units],
+                     key=self._unit_rank)
+        if len(members) - len(gone) + len(new) != len(units):
+            return rotation, ran, None
+        if gone:
+            members -= gone
+            if len(gone) < 8:
+                for unit in gone:
+                    rotation.remove(unit)
+            else:
+                rotation = [u for u in rotation if u not in gone]
+            ran = tuple([u for u in ran if u not in gone])
+        rotation.extend(new)
+        members.update(new)
+        return rotation, ran, _PreviousShares(shares, members, set(new))
+
+    def _rebuilt_rotation(self, rotation: list[Unit], ran: tuple[Unit, ...],
+                          shares: dict[Unit, float], units: Mapping[Unit, int]
+                          ) -> tuple[list[Unit], tuple[Unit, ...], dict[Unit, float]]:
+        """The rotation in effect with the units gone taken out and newcomers at the back
+        (a pack in the place of the member it was packed onto), `ran` likewise, and each
+        unit's share in it (`old`: SUSPENDED for a unit listed but not run; newcomers are
+        not in it, a pack takes its member's share)."""
+        old = dict.fromkeys(rotation, SUSPENDED)
+        old.update(shares)
         # Set operations rather than a pass per unit in Python: hundreds of units on a
         # crowded server, re-planned at every change (issue #22).
         listed = set(rotation)
@@ -169,28 +240,7 @@ class GandivaTimeSlicing:
                 rotation.append(unit)
         if packed:  # a pack runs in the place of its member: look for it in the rotation
             ran = tuple([u for u in rotation if u in old and old[u] > SUSPENDED])
-        if boundary:
-            for unit in ran:
-                rotation.remove(unit)
-            rotation.extend(ran)
-            front = [job_id for job_id in owed if job_id in units]  # in launch order
-            if front:
-                for unit in front:
-                    rotation.remove(unit)
-                rotation[:0] = front
-        left = self._quantum_start + self.time_slice - view.now
-        resumed = max(SUSPENDED, 1.0 - self.switch_overhead / left) if left > 0 else SUSPENDED
-        first = turn(rotation, old, units, gpus, set() if boundary else set(ran), resumed,
-                     len(ran))
-        self._counts["suspends"] += first.suspends
-        full = max(SUSPENDED, 1.0 - self.switch_overhead / self.time_slice)
-        # A job spread over servers runs at its slowest part's share: its servers' plans
-        # expire rather than loop, so its sequence need not repeat with both periods.
-        loops = self._spread.isdisjoint(view.servers[sid].jobs)
-        plan = plan_rotation(self._quantum_start, first, units, gpus, full, loops, horizon)
-        self._plans[sid] = plan
-        if plan.expires:
-            heapq.heappush(self._expiring, (plan.expiry(self.time_slice), sid))
+        return rotation, ran, old
 
     def _set_shares(self, view: ClusterView) -> Iterator[Decision]:
         """Shares of the jobs on servers that changed (no other job's share can have), in
@@ -438,3 +488,26 @@ def slowed_share(slice_share: float, pack: float, locality: float) -> float:
     if slice_share <= SUSPENDED:
         return SUSPENDED
     return min(1.0, max(slice_share * pack * locality, MIN_SHARE))
+
+
+class _PreviousShares:
+    """A rotation's shares in the quantum before a re-plan, as `turn` reads them, without a
+    dict over every unit: a unit the slice walked has its share there, any other unit of
+    the rotation that is not new was suspended (0), and a newcomer has none (None)."""
+
+    __slots__ = ("shares", "members", "new")
+
+    def __init__(self, shares: dict[Unit, float], members: set[Unit], new: set[Unit]) -> None:
+        self.shares, self.members, self.new = shares, members, new
+
+    def get(self, unit: Unit, default: float | None = None) -> float | None:
+        share = self.shares.get(unit)
+        if share is not None:
+            return share
+        return SUSPENDED if unit in self.members and unit not in self.new else default
+
+    def __getitem__(self, unit: Unit) -> float:
+        share = self.get(unit)
+        if share is None:
+            raise KeyError(unit)
+        return share

@@ -450,3 +450,39 @@ def test_a_job_spread_over_over_subscribed_servers_moves_to_idle_ones(migration)
     else:
         assert moves == []
         assert any(d.share == 0.0 or d.cycle is not None for d in later)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_rotation_re_planned_from_its_changes_is_the_one_rebuilt_from_every_unit(seed):
+    """Brute force: on crowded servers (60 jobs of 1-4 GPUs onto 2 × 4 GPUs, packing and
+    migration on), every re-plan from the jobs that changed (`_changed_rotation`) gives the
+    rotation, the units that ran and each unit's share before, as rebuilding them from
+    every unit does (`_rebuilt_rotation`); and the change path is the one taken."""
+    import random
+
+    rng = random.Random(seed)
+    models = ("resnet50", "vae", "lstm", "dcgan")
+    # arrivals in batches, so a re-plan may meet several newcomers at once
+    jobs = [JobSpec(f"j{i:02d}", 200.0 * rng.randrange(20), rng.choice((1, 1, 1, 2, 4)),
+                    rng.uniform(100, 3000), model=rng.choice(models)) for i in range(60)]
+    jobs.sort(key=lambda j: j.submit_time)
+    policy = create_policy("gandiva", {})
+    changed, checked = policy._changed_rotation, [0]
+
+    def compared(rotation, ran, shares, members, suspects, units):
+        before = set(members)
+        rebuilt, rebuilt_ran, rebuilt_old = policy._rebuilt_rotation(
+            list(rotation), ran, shares, units)
+        rotation, ran, old = changed(rotation, ran, shares, members, suspects, units)
+        assert old is not None  # every change was seen
+        assert (rotation, ran) == (rebuilt, rebuilt_ran)
+        assert {u: old.get(u) for u in units} == {u: rebuilt_old.get(u) for u in units}
+        assert members == set(units) and before | members >= set(rebuilt_old)
+        checked[0] += 1
+        return rotation, ran, old
+
+    policy._changed_rotation = compared
+    result = Simulation(cluster(2, 4), Workload(tuple(jobs)), policy,
+                        config=EngineConfig(migration_pause=1.0)).run()
+    assert result.summary["finished"] == 60
+    assert checked[0] > 10
