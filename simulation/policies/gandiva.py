@@ -172,6 +172,8 @@ class Gandiva(GandivaPlacement, GandivaTimeSlicing, GandivaPacking, GandivaMigra
         # whose GPUs changed on it since (`_rotate` re-plans from the change).
         self._rotation_units: dict[str, set[object]] = {}
         self._suspects: dict[str, set[str]] = {}
+        # Per server: its jobs not in `_suspended` (`_set_shares` tells them, not every job)
+        self._awake: dict[str, set[str]] = {}
         # What changed since when: the engine's allocation and queue logs are read up to
         # these marks; every job or pack change marks its servers in the sets below.
         self._alloc_mark = 0
@@ -382,6 +384,7 @@ class Gandiva(GandivaPlacement, GandivaTimeSlicing, GandivaPacking, GandivaMigra
             self._mark(part[0])
             if quanta:
                 self._suspects.setdefault(part[0], set()).add(job_id)
+                self._awake.get(part[0], set()).discard(job_id)
         job = view.job(job_id)
         placement = job.placement
         if not placement:
@@ -402,6 +405,8 @@ class Gandiva(GandivaPlacement, GandivaTimeSlicing, GandivaPacking, GandivaMigra
             self._mark(sid)
             if quanta:
                 self._suspects.setdefault(sid, set()).add(job_id)
+                if job_id not in self._suspended:
+                    self._awake.setdefault(sid, set()).add(job_id)
             parts.append(part)
         self._parts[job_id] = tuple(parts)
 

@@ -278,12 +278,10 @@ class GandivaTimeSlicing:
             # A job already suspended that stays suspended in the whole of its server's
             # fresh plan keeps its share: most members of a crowded server (issue #22).
             runners = self._runners(fresh[sid], members)
-            # a pass over the server's members: `keys() - set` walks the whole set,
-            # every job suspended cluster-wide (thousands on full Philly, issue #22)
-            suspended = self._suspended
-            jobs.update([job_id for job_id in members if job_id not in suspended])
+            awake = self._awake.get(sid, set())  # not a pass over the server's members
+            jobs.update(awake)
             jobs.update(runners.intersection(members))
-            self._let_rest(view.now, members, runners, jobs)
+            self._let_rest(view.now, awake, runners, jobs)
         in_order = sorted(jobs, key=self._rank.__getitem__)
         if self._quanta:
             yield from self._share_cycles(view, in_order, fresh)
@@ -315,21 +313,22 @@ class GandivaTimeSlicing:
             if plan is not None and plan.expires and abs(plan.expiry(self.time_slice) - at) < 1e-6:
                 self._touched_shares.add(sid)
 
-    def _let_rest(self, now: float, members: dict[str, int], runners: set[str],
+    def _let_rest(self, now: float, awake: set[str], runners: set[str],
                   jobs: set[str]) -> None:
         """Take out of `jobs` the members whose cycle has suspended them for good by `now`
         and that stay suspended in the fresh plan: they are as if told a plain 0 (what
         `_share_cycles` would tell a job on one server in no pack), without a decision.
+        `awake`: the server's members not suspended, among which are those on a cycle.
 
         The engine's arithmetic is the same to the bit: past its last run a cycle whose
         loop never runs adds exactly 0.0, so the settle that telling would make subtracts
         the same work a later settle does, and the job gets no completion either way."""
-        cycle_of, cycled, suspended = self._cycle_of, self._cycled, self._suspended
-        for job_id in cycled.intersection(members) - runners:
+        cycle_of, cycled = self._cycle_of, self._cycled
+        for job_id in [j for j in awake if j in cycled and j not in runners]:
             if (cycle_of[job_id].silent_from() <= now and len(self._where[job_id]) == 1
                     and job_id not in self._pack_of):
                 cycled.discard(job_id)
-                suspended.add(job_id)
+                self._suspend(job_id)
                 jobs.discard(job_id)
 
     def _runners(self, cycles: dict[Unit, tuple[float, ShareCycle | None]],
@@ -366,6 +365,7 @@ class GandivaTimeSlicing:
         path is written out here (millions of them on muri_trace2, issue #16)."""
         where_of, pack_of, plans, wide = self._where, self._pack_of, self._plans, self._wide
         cycled, suspended, cycle_of = self._cycled, self._suspended, self._cycle_of
+        wake = self._wake
         for job_id in jobs:
             where = where_of[job_id]
             if len(where) == 1 and job_id not in pack_of:
@@ -388,7 +388,8 @@ class GandivaTimeSlicing:
                                 yield decision
                             continue
                         cycled.add(job_id)
-                        suspended.discard(job_id)
+                        if job_id in suspended:
+                            wake(job_id)
                         cycle_of[job_id] = cycle
                         yield SetShare(job_id, first, cycle)
                         continue
@@ -426,7 +427,7 @@ class GandivaTimeSlicing:
         rest = sorted(((t - 1) % rest_length, share) for t, share in slowed.items()
                       if t >= 1 or loop == 0)
         self._cycled.add(job_id)
-        self._suspended.discard(job_id)
+        self._wake(job_id)
         cycle = ShareCycle.sparse(first, self._quantum_start + self.time_slice,
                                   self.time_slice, rest_length, [t for t, _ in rest],
                                   [share for _, share in rest], rest_loop)
@@ -461,11 +462,24 @@ class GandivaTimeSlicing:
         if job_id in self._cycled or abs(share - view.job(job_id).share) > 1e-12:
             self._cycled.discard(job_id)
             if share == SUSPENDED:
-                self._suspended.add(job_id)
+                self._suspend(job_id)
             else:
-                self._suspended.discard(job_id)
+                self._wake(job_id)
             return SetShare(job_id, share)
         return None
+
+    def _suspend(self, job_id: str) -> None:
+        """Note a running job as suspended (`_suspended`), on each of its servers too."""
+        self._suspended.add(job_id)
+        for sid in self._where[job_id]:
+            self._awake.get(sid, set()).discard(job_id)
+
+    def _wake(self, job_id: str) -> None:
+        """Note a running job as no longer suspended, on each of its servers too."""
+        if job_id in self._suspended:
+            self._suspended.discard(job_id)
+            for sid in self._where[job_id]:
+                self._awake.setdefault(sid, set()).add(job_id)
 
     def _busy_gpu_cores(self, view: ClusterView) -> float:
         """Σ GPUs × share × the model's GPU utilisation over the running jobs (Table 1's

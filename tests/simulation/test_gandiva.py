@@ -486,3 +486,31 @@ def test_a_rotation_re_planned_from_its_changes_is_the_one_rebuilt_from_every_un
                         config=EngineConfig(migration_pause=1.0)).run()
     assert result.summary["finished"] == 60
     assert checked[0] > 10
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_each_servers_jobs_not_suspended_are_kept_as_they_change(seed):
+    """Brute force: after every round on crowded servers (packing and migration on), the
+    jobs `_set_shares` tells on a server (`_awake`) are its jobs not noted as suspended."""
+    import random
+
+    rng = random.Random(seed)
+    models = ("resnet50", "vae", "lstm", "dcgan")
+    jobs = [JobSpec(f"j{i:02d}", 200.0 * rng.randrange(20), rng.choice((1, 1, 1, 2, 4)),
+                    rng.uniform(100, 3000), model=rng.choice(models)) for i in range(60)]
+    jobs.sort(key=lambda j: j.submit_time)
+    policy = create_policy("gandiva", {})
+    schedule, rounds = policy.schedule, [0]
+
+    def checked(view):
+        yield from schedule(view)
+        for sid, server in view.servers.items():
+            awake = {j for j in server.jobs if j not in policy._suspended}
+            assert policy._awake.get(sid, set()) == awake, (view.now, sid)
+        rounds[0] += bool(policy._suspended)
+
+    policy.schedule = checked
+    result = Simulation(cluster(2, 4), Workload(tuple(jobs)), policy,
+                        config=EngineConfig(migration_pause=1.0)).run()
+    assert result.summary["finished"] == 60
+    assert rounds[0] > 10  # rounds with suspended jobs
