@@ -46,11 +46,12 @@ class ServerTally:
     `Gandiva._units` would add up (a pack counts as one 1-GPU unit) and what
     defragmentation asks of the server."""
 
-    __slots__ = ("plain_gpus", "plain_jobs", "packs", "movable", "elastic")
+    __slots__ = ("plain_gpus", "plain_jobs", "sizes", "packs", "movable", "elastic")
 
     def __init__(self) -> None:
         self.plain_gpus = 0  # GPUs of jobs that are their own unit
         self.plain_jobs = 0
+        self.sizes: Counter[int] = Counter()  # GPUs -> jobs that are their own unit
         self.packs: Counter[int] = Counter()  # pack -> its members here
         self.movable: Counter[int] = Counter()  # GPUs -> movable jobs of that size
         self.elastic = 0
@@ -60,6 +61,9 @@ class ServerTally:
         if pack is None:
             self.plain_gpus += sign * gpus
             self.plain_jobs += sign
+            self.sizes[gpus] += sign
+            if not self.sizes[gpus]:
+                del self.sizes[gpus]
         else:
             self.packs[pack] += sign
             if not self.packs[pack]:
@@ -77,6 +81,12 @@ class ServerTally:
     @property
     def units(self) -> int:
         return self.plain_jobs + len(self.packs)
+
+    @property
+    def size_range(self) -> tuple[int, int]:
+        """The fewest and the most GPUs of a unit (a pack: one), (0, 0) with none."""
+        sizes = [*self.sizes, 1] if self.packs else list(self.sizes)
+        return (min(sizes), max(sizes)) if sizes else (0, 0)
 
     @property
     def need(self) -> int | None:

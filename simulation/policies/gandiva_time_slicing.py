@@ -166,14 +166,18 @@ class GandivaTimeSlicing:
                 rotation[:0] = front
         left = self._quantum_start + self.time_slice - view.now
         resumed = max(SUSPENDED, 1.0 - self.switch_overhead / left) if left > 0 else SUSPENDED
+        sizes = self._tally[sid].size_range
         first = turn(rotation, old, units, gpus, set() if boundary else set(ran), resumed,
-                     len(ran))
+                     len(ran), sizes)
         self._counts["suspends"] += first.suspends
         full = max(SUSPENDED, 1.0 - self.switch_overhead / self.time_slice)
         # A job spread over servers runs at its slowest part's share: its servers' plans
         # expire rather than loop, so its sequence need not repeat with both periods.
         loops = view.servers[sid].jobs.keys().isdisjoint(self._spread)
-        plan = plan_rotation(self._quantum_start, first, units, gpus, full, loops, horizon)
+        plan = plan_rotation(self._quantum_start, first, units, gpus, full, loops, horizon,
+                             sizes)
+        if plain:  # its rotation's units, which `_rotate` changes only as it replaces it
+            plan.members = members
         self._plans[sid] = plan
         if plan.expires:
             heapq.heappush(self._expiring, (plan.expiry(self.time_slice), sid))
@@ -280,7 +284,7 @@ class GandivaTimeSlicing:
             runners = self._runners(fresh[sid], members)
             awake = self._awake.get(sid, set())  # not a pass over the server's members
             jobs.update(awake)
-            jobs.update(runners.intersection(members))
+            jobs.update([job_id for job_id in runners if job_id in members])  # not a pass
             self._let_rest(view.now, awake, runners, jobs)
         in_order = sorted(jobs, key=self._rank.__getitem__)
         if self._quanta:

@@ -24,7 +24,7 @@ lists the slices before it and reads the ring's quanta in closed form.
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Iterator, Mapping, Sequence
+from collections.abc import Hashable, Iterator, Mapping, Sequence, Set
 from dataclasses import dataclass
 
 from simulation.share_cycle import ShareCycle
@@ -145,7 +145,9 @@ class RotationPlan:
     loop_suspends: int = 0
     # the quanta (and shares) in which each unit runs, once `_runs_of` is asked
     runs_of: dict[Unit, list[tuple[int, float]]] | None = None
-    members: frozenset[Unit] | None = None  # the units of the rotation, once asked for
+    # the units of the rotation, once asked for, or the policy's own set of them, which it
+    # changes only as it replaces the plan
+    members: Set[Unit] | None = None
     least_share: float = 1.0  # the lowest share above 0 in the plan, once `unit_cycles` ran
     # (start, each unit's share in quantum 0 and its `ShareCycle` from `start` on, None if
     # its share stays): for the units that run, at the first `unit_cycles`
@@ -219,8 +221,8 @@ class RotationPlan:
 
 
 def turn(rotation: Sequence[Unit], old: Mapping[Unit, float], units: Mapping[Unit, int],
-         gpus: int, running: set[Unit], resumed: float, was_running: int | None = None
-         ) -> Slice:
+         gpus: int, running: set[Unit], resumed: float, was_running: int | None = None,
+         sizes: tuple[int, int] | None = None) -> Slice:
     """Give the server's GPUs to `rotation`'s units in order: those in `running` keep their
     share, the others take what is free, at `resumed` if they were suspended (full speed
     if they were not running before: not in `old`), and the rest are suspended.
@@ -229,9 +231,10 @@ def turn(rotation: Sequence[Unit], old: Mapping[Unit, float], units: Mapping[Uni
     been met, the rest of the rotation is suspended wholesale, so a turn costs the units
     that run, not all units (issue #22: hundreds per server); the swaps among the rest are
     counted from `was_running` (the units of `rotation` with a share above 0 in `old`,
-    counted when None)."""
+    counted when None). `sizes`: the fewest and most GPUs of a unit, if the caller keeps
+    them (a pass over the units otherwise)."""
     free = gpus - sum(units[u] for u in running) if running else gpus
-    smallest = min(units.values(), default=0)
+    smallest = (sizes or unit_sizes(units))[0]
     shares: dict[Unit, float] = {}
     ran: list[Unit] = []
     suspends = 0
@@ -334,7 +337,8 @@ def boundary_turn(current: Slice, units: Mapping[Unit, int], gpus: int, resumed:
 
 
 def plan_rotation(origin: float, first: Slice, units: Mapping[Unit, int], gpus: int,
-                  resumed: float, loops: bool = True, horizon: int = HORIZON) -> RotationPlan:
+                  resumed: float, loops: bool = True, horizon: int = HORIZON,
+                  sizes: tuple[int, int] | None = None) -> RotationPlan:
     """`first` then the boundary turns after it, until a slice repeats one before it (with
     `loops`) or the plan holds `horizon` quanta.
 
@@ -347,11 +351,11 @@ def plan_rotation(origin: float, first: Slice, units: Mapping[Unit, int], gpus: 
     as a ring, the rest of the plan is the ring's closed form (`_ring_plan`)."""
     slices = [first]
     seen: dict[tuple, list[int]] = {}  # not `first`: its suspends are a touch's
-    smallest = min(units.values(), default=0)
+    smallest, largest = sizes or unit_sizes(units)
     # Units of one size (Algorithm 1 fills a server with jobs of one size: 99.95 % of the
     # boundary turns on muri_trace2) run gpus // size at a time: a ring (`Ring`) from the
     # first slice whose walk ran `width` units and no other, if two widths of units wait.
-    width = gpus // smallest if smallest == max(units.values(), default=0) > 0 else 0
+    width = gpus // smallest if smallest == largest > 0 else 0
     tape_repeats = not first.head
     while len(slices) < horizon:
         last = slices[-1]
@@ -378,6 +382,12 @@ def plan_rotation(origin: float, first: Slice, units: Mapping[Unit, int], gpus: 
                 earlier.append(len(slices))
         slices.append(following)
     return RotationPlan(origin, slices, len(slices) - 1, expires=True)
+
+
+def unit_sizes(units: Mapping[Unit, int]) -> tuple[int, int]:
+    """The fewest and the most GPUs of a unit, (0, 0) with none."""
+    sizes = set(units.values())
+    return (min(sizes), max(sizes)) if sizes else (0, 0)
 
 
 def _ring_plan(origin: float, slices: list[Slice], width: int, share: float, loops: bool,

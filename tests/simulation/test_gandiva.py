@@ -9,6 +9,7 @@ from simulation.decisions import Launch, Migrate, Resize, SetShare, Slot
 from simulation.engine import EngineConfig, Simulation
 from simulation.model import ClusterSpec, GpuType, JobSpec, PoolKind, PoolSpec, Workload
 from simulation.policies.gandiva_index import packing_capacity
+from simulation.policies.time_slicing import unit_sizes
 
 
 def cluster(servers: int, gpus: int) -> ClusterSpec:
@@ -489,9 +490,10 @@ def test_a_rotation_re_planned_from_its_changes_is_the_one_rebuilt_from_every_un
 
 
 @pytest.mark.parametrize("seed", range(3))
-def test_each_servers_jobs_not_suspended_are_kept_as_they_change(seed):
+def test_each_servers_jobs_not_suspended_and_unit_sizes_are_kept_as_they_change(seed):
     """Brute force: after every round on crowded servers (packing and migration on), the
-    jobs `_set_shares` tells on a server (`_awake`) are its jobs not noted as suspended."""
+    jobs `_set_shares` tells on a server (`_awake`) are its jobs not noted as suspended,
+    and its tally's fewest and most GPUs of a unit are its units' (a pack counts one)."""
     import random
 
     rng = random.Random(seed)
@@ -500,13 +502,17 @@ def test_each_servers_jobs_not_suspended_are_kept_as_they_change(seed):
                     rng.uniform(100, 3000), model=rng.choice(models)) for i in range(60)]
     jobs.sort(key=lambda j: j.submit_time)
     policy = create_policy("gandiva", {})
-    schedule, rounds = policy.schedule, [0]
+    schedule, rounds, packs = policy.schedule, [0], [0]
 
     def checked(view):
         yield from schedule(view)
         for sid, server in view.servers.items():
             awake = {j for j in server.jobs if j not in policy._suspended}
             assert policy._awake.get(sid, set()) == awake, (view.now, sid)
+            if sid in policy._tally:
+                units = policy._units(view, sid)
+                assert policy._tally[sid].size_range == unit_sizes(units), (view.now, sid)
+                packs[0] += len(units) < len(server.jobs)
         rounds[0] += bool(policy._suspended)
 
     policy.schedule = checked
@@ -514,3 +520,4 @@ def test_each_servers_jobs_not_suspended_are_kept_as_they_change(seed):
                         config=EngineConfig(migration_pause=1.0)).run()
     assert result.summary["finished"] == 60
     assert rounds[0] > 10  # rounds with suspended jobs
+    assert packs[0] > 0  # and servers holding a pack

@@ -13,7 +13,7 @@ from simulation.composition import create_policy
 from simulation.decisions import Launch, Migrate
 from simulation.engine import EngineConfig, Simulation
 from simulation.model import JobSpec, Workload
-from simulation.policies.gandiva_index import ServerIndex
+from simulation.policies.gandiva_index import ServerIndex, ServerTally
 from simulation.workloads.gandiva_edl import gandiva_cluster, gandiva_eight_model_workload
 from tests.simulation.test_gandiva import Recording, cluster
 
@@ -167,3 +167,16 @@ def test_server_index_answers_as_a_scan_over_all_servers():
                 _plain_may_defragment(free, busy, need, threshold)
         assert index.max_free() == max(free.values())
         assert index.pool_free["gpu"] == sum(free.values())
+
+
+def test_a_tallys_unit_sizes_count_a_pack_as_one_gpu():
+    # parts: (server, GPUs there, pack or None, movable GPUs, elastic)
+    tally = ServerTally()
+    assert tally.size_range == (0, 0)
+    two, four, packed = ("s", 2, None, 2, 0), ("s", 4, None, 4, 0), ("s", 1, 7, 0, 0)
+    for part in (two, four, packed):
+        tally.count(part, 1)
+    assert tally.size_range == (1, 4)  # the pack is one 1-GPU unit
+    tally.count(packed, -1)
+    tally.count(four, -1)
+    assert tally.size_range == (2, 2)  # what left takes its size with it
