@@ -167,6 +167,10 @@ class ServerIndex:
     def max_free(self) -> int:
         return max(max(self._busy_at, default=0), max(self._idle_at, default=0))
 
+    def total_free(self) -> int:
+        """Free GPUs over every available server."""
+        return sum(self.pool_free.values())
+
     def fullest_with_room(self, gpus: int, exclude: set[str],
                           fewer_than: int | None = None) -> str | None:
         """The available server with the fewest free GPUs, at least `gpus`, then the smallest

@@ -77,6 +77,8 @@ class GandivaMigration:
         server, and left in place such jobs kept time-slicing on a few servers while the
         rest of the cluster stood idle (full Philly, issue #22)."""
         for sid in self._overloaded(view):
+            if not self._may_move_off(view, sid):
+                continue
             for job_id in sorted(view.servers[sid].jobs):
                 if self._load(view, sid) <= view.servers[sid].gpus:
                     break
@@ -84,6 +86,8 @@ class GandivaMigration:
                     return  # no job fits anywhere, and nothing moves to change that
                 job = view.job(job_id)
                 if len(job.placement) > 1:
+                    if not self._may_spread_move(job):
+                        continue
                     move = self._spread_move(view, job)
                     if move is not None:
                         yield move
@@ -93,6 +97,20 @@ class GandivaMigration:
                 dest = self._destination(view, job, {sid})
                 if dest is not None:
                     yield self._migrate(view, job, dest)
+
+    def _may_move_off(self, view: ClusterView, sid: str) -> bool:
+        """False if no job of over-subscribed server `sid` can move: its smallest unit needs
+        more GPUs than any one server has free, and no job on it is spread (a spread job
+        may gather free GPUs from several). Skips the pass over a crowded server's jobs
+        (thousands on full Philly, issue #22) at a departure that frees too little."""
+        if self._stale:
+            self._refresh(view)
+        return (self._tally[sid].size_range[0] <= self._index.max_free()
+                or not view.servers[sid].jobs.keys().isdisjoint(self._spread))
+
+    def _may_spread_move(self, job: JobView) -> bool:
+        """False if fewer GPUs than a spread job holds are free in all: it cannot move."""
+        return job.gpus <= self._index.total_free()
 
     def _spread_move(self, view: ClusterView, job: JobView) -> Migrate | None:
         """A job spread over servers, moved where Algorithm 1 would place it anew without
