@@ -79,24 +79,27 @@ class GandivaMigration:
         for sid in self._overloaded(view):
             if not self._may_move_off(view, sid):
                 continue
+            gpus = view.servers[sid].gpus
+            moved = True  # the server's load and the free GPUs change only with a move
             for job_id in sorted(view.servers[sid].jobs):
-                if self._load(view, sid) <= view.servers[sid].gpus:
-                    break
-                if self._index.max_free() == 0:
-                    return  # no job fits anywhere, and nothing moves to change that
+                if moved:
+                    if self._load(view, sid) <= gpus:
+                        break
+                    if self._index.max_free() == 0:
+                        return  # no job fits anywhere, and nothing moves to change that
+                    moved = False
                 job = view.job(job_id)
+                move: Migrate | None = None
                 if len(job.placement) > 1:
-                    if not self._may_spread_move(job):
-                        continue
-                    move = self._spread_move(view, job)
-                    if move is not None:
-                        yield move
-                    continue
-                if not self._movable(view, job):
-                    continue
-                dest = self._destination(view, job, {sid})
-                if dest is not None:
-                    yield self._migrate(view, job, dest)
+                    if self._may_spread_move(job):
+                        move = self._spread_move(view, job)
+                elif self._movable(view, job):
+                    dest = self._destination(view, job, {sid})
+                    if dest is not None:
+                        move = self._migrate(view, job, dest)
+                if move is not None:
+                    yield move
+                    moved = True
 
     def _may_move_off(self, view: ClusterView, sid: str) -> bool:
         """False if no job of over-subscribed server `sid` can move: its smallest unit needs
