@@ -10,7 +10,9 @@ Utilisation is Table 1's GPU-core utilisation (GPUs x share x the model's utilis
 §6.4 (time-slicing and migration, Table 5): the paper replays a private 9-day, 8,800-job
 Microsoft trace on 100 GPUs against YARN's capacity scheduler. The trace is not public; the
 closest input is `gandiva_trace_mix_workload` (Table 2's models in the trace's 10/60/30 %
-CV/NLP/Speech mix, lognormal running times), 500 jobs at 60 an hour on 25 four-GPU servers.
+CV/NLP/Speech mix, lognormal running times), 500 jobs at 60 an hour on 25 four-GPU servers,
+in five draws (`DRAWS_64`): the comparison swings with the draw, so each figure is the
+median draw's, with every draw's shown.
 The capacity scheduler with one queue is FIFO with exclusive GPUs, so the baseline is
 `fifo` without backfill. Paper: mean JCT 832 -> 656 min (-21 %), makespan 13,371 ->
 11,349 min (-15 %); the paper quotes these as 26.8 % and 17.8 % "improvement", i.e.
@@ -23,6 +25,9 @@ first 100 mini-batches come within seconds, which is why it overshoots the paper
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from simulation.composition import create_policy
 from simulation.dlt_models import model_info
@@ -39,6 +44,7 @@ from simulation.workloads.gandiva_edl import (
 )
 
 WINDOW = (20 * 60.0, 200 * 60.0)  # §6.3's stable regime
+DRAWS_64 = (0, 1, 2, 3, 4)  # seeds of §6.4's stand-in workload
 GANDIVA_63 = {"migration": False, "grow_shrink": False, "log_utilisation": True}
 GANDIVA_64 = {"grow_shrink": False}
 
@@ -137,39 +143,72 @@ def section_63(progress: Progress, workload: Workload | None = None) -> list[Row
     ]
 
 
-def section_64(progress: Progress, workload: Workload | None = None,
+def section_64(progress: Progress, workloads: list[Workload] | None = None,
                servers: int = 25) -> list[Row]:
-    workload = workload or gandiva_trace_mix_workload(num_jobs=500, seed=0)
-    progress(f"gandiva §6.4: capacity scheduler (fifo), {len(workload)} jobs")
-    base, _ = run_gandiva_experiment(workload, servers, "fifo", {})
-    progress("gandiva §6.4: gandiva (time-slicing + packing + migration)")
-    ours, _ = run_gandiva_experiment(workload, servers, "gandiva", GANDIVA_64)
-    progress("gandiva §6.4 ablation: gandiva without packing")
-    unpacked, _ = run_gandiva_experiment(workload, servers, "gandiva",
-                                         {**GANDIVA_64, "packing": False})
-    b, o, u = base.summary, ours.summary, unpacked.summary
+    """Table 5 on `DRAWS_64` draws of the stand-in workload: each figure is the median
+    draw's change (median of the draws' changes), every draw's change in the detail.
+
+    One draw is not enough: the comparison swings with the draw (mean JCT from -32 % to
+    +4 % over the five), as a few long jobs decide how much over-subscription costs."""
+    workloads = workloads or [gandiva_trace_mix_workload(num_jobs=500, seed=seed)
+                              for seed in DRAWS_64]
+    draws = []
+    for i, workload in enumerate(workloads):
+        progress(f"gandiva §6.4, draw {i + 1} of {len(workloads)}: capacity scheduler "
+                 f"(fifo), gandiva, gandiva without packing; {len(workload)} jobs")
+        base, _ = run_gandiva_experiment(workload, servers, "fifo", {})
+        ours, _ = run_gandiva_experiment(workload, servers, "gandiva", GANDIVA_64)
+        unpacked, _ = run_gandiva_experiment(workload, servers, "gandiva",
+                                             {**GANDIVA_64, "packing": False})
+        draws.append((base, ours, unpacked))
     private = ("The 9-day Microsoft trace is private: closest public input is Table 2's "
-               "model mix with lognormal running times (gandiva_trace_mix_workload).")
+               f"model mix with lognormal running times (gandiva_trace_mix_workload), "
+               f"{len(draws)} draws of it.")
+    jct = median_draw(draws, lambda r: r.summary["jct"]["mean"])
+    span = median_draw(draws, lambda r: r.summary["makespan"])
+    base, ours, _ = draws[span.index]
     return [
-        Row("§6.4 trace (Table 5)", "mean JCT", 656 / 832 - 1,
-            _change(o["jct"]["mean"], b["jct"]["mean"]), "656 vs 832 min",
-            f"{o['jct']['mean'] / 60:.0f} vs {b['jct']['mean'] / 60:.0f} min", private,
-            ablations=(Ablation("packing off", _change(u["jct"]["mean"], b["jct"]["mean"]),
-                                f"{u['jct']['mean'] / 60:.0f} min",
+        Row("§6.4 trace (Table 5)", "mean JCT", 656 / 832 - 1, jct.change, "656 vs 832 min",
+            jct.detail, private,
+            ablations=(Ablation("packing off", jct.unpacked, jct.unpacked_detail,
                                 "Gandiva with packing disabled, all else equal"),)),
-        Row("§6.4 trace (Table 5)", "makespan", 11349 / 13371 - 1,
-            _change(o["makespan"], b["makespan"]), "11,349 vs 13,371 min",
-            f"{o['makespan'] / 60:.0f} vs {b['makespan'] / 60:.0f} min",
+        Row("§6.4 trace (Table 5)", "makespan", 11349 / 13371 - 1, span.change,
+            "11,349 vs 13,371 min", span.detail,
             private + " Here the makespan is the end of one of the longest jobs, not the "
-            "time to work through nine days of load: under FIFO the last job to end is "
-            f"{last_to_end(base)}; under Gandiva {last_to_end(ours)} (Algorithm 1 starts "
-            "every job at once, over-subscribing servers, so a long job shares its GPUs "
-            "until departures leave it room). The ablation without packing isolates "
-            "packing's share.",
-            ablations=(Ablation("packing off", _change(u["makespan"], b["makespan"]),
-                                f"{u['makespan'] / 60:.0f} min",
+            "time to work through nine days of load: in the median draw, under FIFO the "
+            f"last job to end is {last_to_end(base)}; under Gandiva {last_to_end(ours)} "
+            "(Algorithm 1 starts every job at once, over-subscribing servers, so a long "
+            "job shares its GPUs until departures leave it room). The ablation without "
+            "packing isolates packing's share.",
+            ablations=(Ablation("packing off", span.unpacked, span.unpacked_detail,
                                 "Gandiva with packing disabled, all else equal"),)),
     ]
+
+
+@dataclass(frozen=True)
+class MedianDraw:
+    """A figure's change over the draws: the median draw's, and how to show it."""
+
+    index: int  # the median draw
+    change: float  # Gandiva against FIFO in that draw
+    detail: str
+    unpacked: float  # the median of the draws' changes without packing
+    unpacked_detail: str
+
+
+def median_draw(draws: list[tuple[RunResult, RunResult, RunResult]],
+                 figure: Callable[[RunResult], float]) -> MedianDraw:
+    """The draw whose change of `figure` (Gandiva against FIFO) is the median, the lower
+    of the middle two for an even count, with every draw's change listed."""
+    changes = [_change(figure(ours), figure(base)) for base, ours, _ in draws]
+    unpacked = [_change(figure(off), figure(base)) for base, _, off in draws]
+    index = sorted(range(len(draws)), key=changes.__getitem__)[(len(draws) - 1) // 2]
+    base, ours, off = draws[index]
+    detail = (f"{figure(ours) / 60:,.0f} vs {figure(base) / 60:,.0f} min in the median of "
+              f"{len(draws)} draws; each: " + ", ".join(f"{c:+.1%}" for c in changes))
+    middle = sorted(unpacked)[(len(unpacked) - 1) // 2]
+    return MedianDraw(index, changes[index], detail, middle,
+                      "median; each: " + ", ".join(f"{c:+.1%}" for c in unpacked))
 
 
 def reproduce(progress: Progress) -> PaperReport:
