@@ -18,7 +18,7 @@ are the same floats as over every quantum.
 from __future__ import annotations
 
 import math
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from itertools import accumulate, compress, repeat
 from operator import mul
@@ -235,6 +235,31 @@ class ShareCycle:
         if runs:
             return self.start + (runs[-1] + 1 + 1e-6) * self.quantum
         return self.start if self.first > 0 else -math.inf
+
+    def last_run_end(self, t: float) -> float | None:
+        """The latest time up to `t` at which the share is above 0 (`t` itself inside a
+        run), counting `first` as in effect since before `start`; None if it never is."""
+        if t <= self.start:
+            return t if self.first > 0 else None
+        k = self._last_run_through(math.ceil((t - self.start) / self.quantum) - 1)
+        if k is None:
+            return self.start if self.first > 0 else None
+        return min(t, self.start + (k + 1) * self.quantum)
+
+    def _last_run_through(self, k: int) -> int | None:
+        """The last quantum up to quantum `k` (from `start`) with a share above 0."""
+        runs, loop, length = self.runs, self.loop, self.length
+        if k < length:
+            i = bisect_right(runs, k) - 1
+            return runs[i] if i >= 0 else None
+        if not runs or runs[-1] < loop:  # the loop never runs: the prefix's last run
+            return runs[-1] if runs else None
+        period = length - loop
+        place = loop + (k - loop) % period  # quantum k's place in the loop
+        i = bisect_right(runs, place) - 1
+        if i >= 0 and runs[i] >= loop:
+            return k - (place - runs[i])
+        return k - (place - runs[-1]) - period  # the loop's last run, a lap before
 
     def reach_bound(self, t0: float, amount: float, slack: float = 0.0) -> float:
         """A time no later than `time_to(t0, amount, slack)`, and inf only when that is inf,

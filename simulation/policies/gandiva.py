@@ -16,9 +16,9 @@ Time-slicing (`time_slicing`): an over-subscribed server runs round robin with q
   once per change of a server's units (`simulation.policies.time_slicing`) and each job
   gets its shares for the quanta ahead as one `ShareCycle`, which the engine integrates.
   A job spread over servers runs only in the quanta in which all its servers run it; one
-  that its servers' plans keep out of step for a whole go-round is owed a turn and goes to
-  the front of all of them at the next boundary (`_check_turn`: the paper does not say how
-  a job's servers keep in step, and without it such jobs can wait for ever).
+  that has not run on all of them for a whole go-round is owed a turn and goes to the front
+  of all of them at that boundary (`_owed_turns`: the paper does not say how a job's
+  servers keep in step, and without it such jobs can wait for ever).
 - "fluid": each job's share of its GPUs is N / M at once (N GPUs, M GPUs allocated, a packed
   GPU counting once) times 1 - switch_overhead / time_slice, so six 1-GPU jobs on four GPUs
   each get 4/6 of a GPU (§6.1, Fig. 9): the quanta's long-run average, without the wait.
@@ -167,7 +167,12 @@ class Gandiva(GandivaPlacement, GandivaTimeSlicing, GandivaPacking, GandivaMigra
         self._mixed: dict[str, bool] = {}  # server -> hosts jobs of several sizes
         self._placid: dict[str, bool] = {}  # model -> insensitive to locality
         self._expiring: list[tuple[float, str]] = []  # (expiry, server) of expiring plans
-        self._owed: set[str] = set()  # spread jobs owed a turn at the next boundary
+        # Spread jobs, for `_owed_turns`: when each last ran on all its servers, what it
+        # was last told, and when to look at it next (a heap, and each job's entry)
+        self._together: dict[str, float] = {}
+        self._schedule_of: dict[str, tuple[float, ShareCycle | None]] = {}
+        self._turn_due: list[tuple[float, str]] = []
+        self._turn_due_at: dict[str, float] = {}
         # Per time-slicing server in no pack: the units of its plan's rotation, and the jobs
         # whose GPUs changed on it since (`_rotate` re-plans from the change).
         self._rotation_units: dict[str, set[object]] = {}
@@ -300,6 +305,8 @@ class Gandiva(GandivaPlacement, GandivaTimeSlicing, GandivaPacking, GandivaMigra
             self._wide.discard(job_id)
             self._grown.discard(job_id)
             self._set_pack_candidate(job_id, None)
+            if self._quanta:
+                self._watch_spread(view.now, job_id, False)
             return
         self._where[job_id] = tuple(slot.server for slot in placement)
         if old is None:  # launched: the engine adds it last to its running jobs
@@ -311,6 +318,9 @@ class Gandiva(GandivaPlacement, GandivaTimeSlicing, GandivaPacking, GandivaMigra
             self._spread.add(job_id)
         else:
             self._spread.discard(job_id)
+        if self._quanta and (len(placement) > 1) != (old is not None and len(old) > 1):
+            # a spread job that moves (to idle GPUs) stays watched: it runs there at once
+            self._watch_spread(view.now, job_id, len(placement) > 1)
         if job.gpus > 1 and not self._placid_model(job.spec.model):
             self._wide.add(job_id)
         else:

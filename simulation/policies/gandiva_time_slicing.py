@@ -124,7 +124,7 @@ class GandivaTimeSlicing:
         starts, or keeps its GPUs, pays nothing. From the next boundary on, the rotation
         turns unchanged until the server's units change again: `plan_rotation` plays it
         forward once and the plan holds every quantum. At a boundary the spread jobs
-        `owed` a turn (`_check_turn`; in launch order) go to the front first."""
+        `owed` a turn (`_owed_turns`; in launch order) go to the front first."""
         units = self._units(view, sid)
         gpus = view.servers[sid].gpus
         plan = self._plans.pop(sid, None)
@@ -257,13 +257,10 @@ class GandivaTimeSlicing:
             if boundary:
                 self._quantum_start = view.now
                 self._replan_expired(view.now)
-                # the spread jobs owed a turn (`_check_turn`) take it now, on all their servers
-                owed = sorted([job_id for job_id in self._owed
-                               if len(self._where.get(job_id, ())) > 1], key=self._rank.__getitem__)
-                self._owed = set()
+                # the spread jobs owed a turn (`_owed_turns`) take it now, on all their servers
+                owed = self._owed_turns(view)
                 for job_id in owed:
                     self._touched_shares.update(self._where[job_id])
-                self._counts["owed_turns"] += len(owed)
             for sid in sorted(self._touched_shares, key=self._order.__getitem__):
                 self._rotate(view, sid, boundary, owed)
         touched, self._touched_shares = self._touched_shares, set()
@@ -416,14 +413,15 @@ class GandivaTimeSlicing:
         steady = [1.0 if part is None else steady_share(*part) for part in parts]
         known = [share for share in steady if share is not None]
         if SUSPENDED in known or len(known) == len(steady):  # one lowest share throughout
-            return self._plain_share(view, job_id, slowed_share(min(known), pack, locality))
+            share = slowed_share(min(known), pack, locality)
+            self._note_schedule(view.now, job_id, share, None)
+            return self._plain_share(view, job_id, share)
         lowest_shares, length, loop = lowest_runs(parts)
-        if len(parts) > 1:
-            self._check_turn(view, job_id, parts, min(lowest_shares, default=None))
         slowed = {t: slowed_share(share, pack, locality) for t, share in lowest_shares.items()}
         first = slowed.get(0, SUSPENDED)
         if not slowed or (len(slowed) == length
                           and all(share == first for share in slowed.values())):
+            self._note_schedule(view.now, job_id, first, None)
             return self._plain_share(view, job_id, first)
         # from the next quantum on: each quantum one earlier; with no prefix (loop 0) the
         # first moves to the end of the loop
@@ -436,30 +434,77 @@ class GandivaTimeSlicing:
                                   self.time_slice, rest_length, [t for t, _ in rest],
                                   [share for _, share in rest], rest_loop)
         self._cycle_of[job_id] = cycle
+        self._note_schedule(view.now, job_id, first, cycle)
         return SetShare(job_id, first, cycle)
 
-    def _check_turn(self, view: ClusterView, job_id: str,
-                    parts: list[tuple[RotationPlan, int, Unit] | None], first_run: int | None
-                    ) -> None:
-        """Owe a job spread over servers a turn at the next boundary (`_rotate` puts it at
-        the front of each of its servers' rotations) when its servers' plans give it no
-        quantum in which every part runs within one go-round of its busiest server,
-        ceil(load / GPUs) quanta: what round robin promises every unit of a server.
+    def _note_schedule(self, now: float, job_id: str, share: float,
+                       cycle: ShareCycle | None) -> None:
+        """Keep what a spread job is told from `now` on (a plain share, or a cycle with
+        `share` first), first noting when the schedule it replaces last ran it."""
+        if job_id not in self._together:
+            return
+        self._together[job_id] = self._last_together(job_id, now)
+        self._schedule_of[job_id] = (share, cycle)
+
+    def _last_together(self, job_id: str, now: float) -> float:
+        """The last time up to `now` at which the spread job ran (on all its servers, as
+        its share is the lowest of its parts'), or when it became spread if later."""
+        last = self._together[job_id]
+        schedule = self._schedule_of.get(job_id)
+        if schedule is not None:
+            share, cycle = schedule
+            ran = (now if share > SUSPENDED else None) if cycle is None else \
+                cycle.last_run_end(now)
+            if ran is not None and ran > last:
+                last = ran
+        return last
+
+    def _watch_spread(self, now: float, job_id: str, spread: bool) -> None:
+        """Start (or stop) watching a job that became (or is no longer) spread over
+        servers: its wait for a turn on all of them counts from `now`."""
+        if not spread:
+            self._together.pop(job_id, None)
+            self._schedule_of.pop(job_id, None)
+            self._turn_due_at.pop(job_id, None)
+            return
+        self._together[job_id] = now
+        self._schedule_of.pop(job_id, None)
+        self._turn_due_at[job_id] = now  # looked at from the next boundary on
+        heapq.heappush(self._turn_due, (now, job_id))
+
+    def _owed_turns(self, view: ClusterView) -> list[str]:
+        """The spread jobs owed a turn at this boundary, in launch order: those that have
+        not run on all their servers at once for a whole go-round, ceil(load / GPUs)
+        quanta of their busiest server, what round robin promises every unit of a server.
+        `_rotate` puts them at the front of each of their servers' rotations.
 
         The servers rotate independently and the paper does not say how suspend/resume
         keeps a job's servers in step; without this, jobs spread over the same servers in
         different orders never run (issue #22: on Philly's first 20,000 jobs at 60 × 8,
         fifteen 32-GPU jobs on the same four servers made no progress for 10^8 s). Owed
         jobs go first in launch order, so the earliest of them runs on all its servers at
-        that boundary, and none waits for ever. `first_run` is the first quantum from now
-        in which the job runs (None: none in the plans), `parts` as `lowest_runs` reads them."""
-        go_round = max(math.ceil(self._load(view, sid) / view.servers[sid].gpus)
-                       for sid in self._where[job_id])
-        # the quanta its plans know ahead (a spread job's servers' plans expire: `_rotate`)
-        covered = min((part[0].quanta - part[1] for part in parts if part is not None),
-                      default=math.inf)
-        if go_round <= covered and (first_run is None or first_run >= go_round):
-            self._owed.add(job_id)
+        this boundary, and none waits for ever. The rule reads only what each job was told
+        (`_last_together`), never how far ahead the plans look, so planning ahead further
+        or less changes no answer; a job is looked at when its go-round, as of when it was
+        last looked at, has passed since it last ran, and then against its go-round now."""
+        now, quantum = view.now, self.time_slice
+        due, owed = self._turn_due, []
+        while due and due[0][0] <= now + 1e-6:
+            at, job_id = heapq.heappop(due)
+            if self._turn_due_at.get(job_id) != at:
+                continue  # no longer spread, or looked at again since
+            last = self._last_together(job_id, now)
+            go_round = max(math.ceil(self._load(view, sid) / view.servers[sid].gpus)
+                           for sid in self._where[job_id])
+            if now - last >= go_round * quantum - 1e-6:
+                owed.append(job_id)
+                last = now  # its turn starts now
+            self._together[job_id] = last
+            self._turn_due_at[job_id] = at = last + go_round * quantum
+            heapq.heappush(due, (at, job_id))
+        owed.sort(key=self._rank.__getitem__)
+        self._counts["owed_turns"] += len(owed)
+        return owed
 
     def _plain_share(self, view: ClusterView, job_id: str, share: float) -> SetShare | None:
         """A share that stays: a plain `SetShare`, or None if the job has it already."""

@@ -377,52 +377,68 @@ def test_quanta_jobs_spread_over_servers_out_of_step_are_owed_a_turn():
     """4 × 4 GPUs, no switch cost, ResNet-50 (0.53 of its speed over servers), 90 s of work
     each. j0 (4 GPUs) runs on gpu-1 from 70 to 160; j1, j3 (8 GPUs) take gpu-2 and gpu-3 at
     100 and share them; j6 (8) takes gpu-1 and gpu-4 at 170, j7 (8) joins it there at 200
-    and j8 (8) over-subscribes gpu-1 and gpu-2 at 230. gpu-1 then turns j6 j7 j8 and gpu-4
-    j6 j7: at the boundary of 310 their plans give j6 and j7 no quantum in which both of
-    their servers run them within a go-round (three quanta on gpu-1), and both are told 0.
-    They are owed a turn: at the next boundary, 370, both go to the front of gpu-1 and
-    gpu-4 in launch order, so j6 runs on both at 0.53 and j7 follows at 430. Without it
-    j6 and j7 stay out of step and never run again once j8 leaves (every job must end).
-    Migration is off, so that only the rotation can help."""
+    and j8 (8) over-subscribes gpu-1 and gpu-2 at 230. gpu-1 then turns j6 j7 j8 (a
+    go-round of 12 / 4 = 3 quanta) and gpu-4 j6 j7, out of step: j6 last runs on both in
+    the quantum ending at 250, j7 in the one ending at 310, where both are told 0. A
+    go-round after its last run j6 is owed a turn: at 430 it goes to the front of gpu-1 and
+    gpu-4 and runs on both at 0.53; j7, owed at 490, follows then. Without it j6 and j7
+    stay out of step and never run again once j8 leaves (every job must end). Migration is
+    off, so that only the rotation can help."""
     spec = [("j0", 70.0, 4), ("j1", 100.0, 8), ("j3", 100.0, 8), ("j6", 170.0, 8),
             ("j7", 200.0, 8), ("j8", 230.0, 8)]
     jobs = [JobSpec(name, t, gpus, 90.0, model="resnet50") for name, t, gpus in spec]
     policy = Recording(create_policy("gandiva", {"switch_overhead": 0.0, "migration": False}))
+    owed_turns, owed_at = policy.policy._owed_turns, {}
+
+    def recorded(view):
+        owed = owed_at[view.now] = owed_turns(view)
+        return owed
+
+    policy.policy._owed_turns = recorded
     result = Simulation(cluster(4, 4), Workload(tuple(jobs)), policy,
                         config=EngineConfig(max_time=100_000.0)).run()
     assert all(row["end"] is not None for row in result.jobs)
     told = {(t, d.job_id): d for t, d in policy.decisions if isinstance(d, SetShare)}
     assert told[(310.0, "j6")].share == told[(310.0, "j7")].share == 0.0
     assert told[(310.0, "j6")].cycle is None and told[(310.0, "j7")].cycle is None
-    assert told[(370.0, "j6")].share == pytest.approx(0.53)
-    j7 = told[(370.0, "j7")]
-    assert j7.share == 0.0 and j7.cycle.start == 430.0 and j7.cycle.share_at(430.0) == 0.53
-    assert result.summary["policy_counters"]["owed_turns"] >= 2
+    # (j1 and j3, spread over gpu-2 and gpu-3 with j8 there too, are owed turns as well)
+    assert [[j for j in owed_at[t] if j in ("j6", "j7")]
+            for t in (250.0, 310.0, 370.0, 430.0, 490.0)] == [[], [], [], ["j6"], ["j7"]]
+    assert told[(430.0, "j6")].share == pytest.approx(0.53)
+    assert told[(490.0, "j7")].share == pytest.approx(0.53)
 
 
-@pytest.mark.parametrize(("first_run", "quanta", "owed"), [
-    (2, 7, False),  # runs within the go-round of gpu-a (10 GPUs of units on 4: 3 quanta)
-    (3, 7, True),  # not before quantum 3: a whole go-round without a turn
-    (None, 7, True),  # no quantum at all in the six known ones
-    (None, 3, False),  # two known quanta: too few to tell, the longer next plan will
+@pytest.mark.parametrize(("share", "cycle", "last", "owed"), [
+    (0.53, None, 300.0, False),  # runs now
+    (0.0, None, 0.0, True),  # never ran since it became spread at 0
+    (0.0, (100.0, (0.0, 0.53)), 220.0, False),  # ran in its cycle's quantum 1, 160-220
+    (0.0, (100.0, (0.53, 0.0)), 160.0, False),  # ran in quantum 0, 100-160: 140 s ago
+    (0.53, (110.0, (0.0, 0.0)), 110.0, True),  # ran 100-110, before its cycle: 190 s ago
 ])
-def test_a_spread_job_is_owed_a_turn_when_its_plans_skip_a_whole_go_round(
-        first_run, quanta, owed):
-    """`_check_turn` with the job on gpu-a (load 10 on 4 GPUs) and gpu-b (load 8 on 4):
-    the go-round of the busiest is ceil(10 / 4) = 3 quanta; both plans expire, gpu-a's
-    after the given quanta, read from its quantum 1, and gpu-b's after 12, read from 2: the
-    quanta known ahead are the fewer of quanta - 1 and 10."""
+def test_a_spread_job_is_owed_a_turn_a_go_round_after_it_last_ran(share, cycle, last, owed):
+    """`_owed_turns` at the boundary of 300 s, quanta of 60 s, for a job on gpu-a (load 10
+    on 4 GPUs: a go-round of 3 quanta, 180 s) and gpu-b (8 on 4), spread since 0 and told
+    at 100 a plain share or a cycle (start, shares; silent after): owed when its last run
+    on both, read from what it was told, is 180 s or more ago (160: 140 s, not owed; 110:
+    190 s, owed). It is looked at again a go-round after its last run, or after now if
+    owed (its turn is now)."""
     from types import SimpleNamespace
+
+    from simulation.share_cycle import ShareCycle
 
     policy = create_policy("gandiva", {})
     policy._where["j"] = ("gpu-a", "gpu-b")
+    policy._rank["j"] = 0
     policy._index.load.update({"gpu-a": 10, "gpu-b": 8})
-    view = SimpleNamespace(servers={"gpu-a": SimpleNamespace(gpus=4),
-                                    "gpu-b": SimpleNamespace(gpus=4)})
-    parts = [(SimpleNamespace(quanta=quanta, expires=True), 1, "j"),
-             (SimpleNamespace(quanta=12, expires=True), 2, "j")]
-    policy._check_turn(view, "j", parts, first_run)
-    assert ("j" in policy._owed) is owed
+    view = SimpleNamespace(now=300.0, servers={"gpu-a": SimpleNamespace(gpus=4),
+                                               "gpu-b": SimpleNamespace(gpus=4)})
+    policy._watch_spread(0.0, "j", True)
+    if cycle is not None:
+        start, shares = cycle
+        cycle = ShareCycle(share, start, 60.0, shares + (0.0,), len(shares))
+    policy._note_schedule(100.0, "j", share, cycle)
+    assert policy._owed_turns(view) == (["j"] if owed else [])
+    assert policy._turn_due_at["j"] == (300.0 if owed else last) + 180.0
 
 
 @pytest.mark.parametrize("migration", [True, False])
@@ -572,3 +588,48 @@ def test_height_reduction_skips_only_what_cannot_change_its_moves(seed):
         runs.append((job_digest(result.jobs), result.summary["migrations"]))
     assert runs[0] == runs[1]
     assert runs[0][1] > 0
+
+
+def test_jobs_owed_a_turn_at_one_boundary_take_it_in_launch_order():
+    """Two spread jobs that never ran, launched b (rank 0) then a (rank 1), both a
+    go-round (2 quanta on 4 GPUs with a load of 8) past at 200 s: b goes first."""
+    from types import SimpleNamespace
+
+    policy = create_policy("gandiva", {})
+    policy._index.load.update({"gpu-a": 8, "gpu-b": 8})
+    view = SimpleNamespace(now=200.0, servers={"gpu-a": SimpleNamespace(gpus=4),
+                                               "gpu-b": SimpleNamespace(gpus=4)})
+    for rank, job_id in enumerate(("b", "a")):
+        policy._where[job_id] = ("gpu-a", "gpu-b")
+        policy._rank[job_id] = rank
+        policy._watch_spread(0.0, job_id, True)
+    assert policy._owed_turns(view) == ["b", "a"]
+    assert policy.counters["owed_turns"] == 2
+
+
+@pytest.mark.parametrize("seed", (15, 63, 359))
+def test_owed_turns_do_not_depend_on_how_far_ahead_the_plans_look(seed, monkeypatch):
+    """Brute force: 5-13 jobs of 4 and 8 GPUs arriving within 400 s on 4 × 4 GPUs, spread
+    over over-subscribed servers out of step (migration off, no switch cost; seeds a
+    search found turns owed in): the same schedule whether plans look ahead at most 3
+    quanta or 256. How far to plan is a matter of speed; no answer may depend on it."""
+    import random
+
+    from simulation.metrics import job_digest
+    from simulation.policies import gandiva_time_slicing
+
+    rng = random.Random(seed)
+    jobs = [JobSpec(f"j{i:02d}", 10.0 * rng.randrange(40), rng.choice((4, 8, 8, 8)),
+                    rng.uniform(60, 400), model="resnet50") for i in range(rng.randrange(5, 14))]
+    jobs.sort(key=lambda j: j.submit_time)
+    runs = []
+    for horizon in (256, 3):
+        monkeypatch.setattr(gandiva_time_slicing, "HORIZON", horizon)
+        policy = create_policy("gandiva", {"migration": False, "switch_overhead": 0.0})
+        result = Simulation(cluster(4, 4), Workload(tuple(jobs)), policy,
+                            config=EngineConfig(max_time=10_000_000.0)).run()
+        runs.append((job_digest(result.jobs), result.summary["policy_counters"]["owed_turns"],
+                     result.summary["decisions"]))
+    assert runs[0][:2] == runs[1][:2]
+    assert runs[0][1] > 0  # turns were owed
+    assert runs[0][2] != runs[1][2]  # and the plans did differ

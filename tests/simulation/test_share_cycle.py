@@ -292,3 +292,38 @@ def test_problem_answers_as_its_checks_one_at_a_time(data):
                               data.draw(st.sampled_from((60.0, 0.0, -1.0, math.inf, math.nan))),
                               length, runs, values, data.draw(st.integers(-1, 5)))
     assert cycle.problem(5.0) == cycle._diagnosis(5.0)
+
+
+def test_the_end_of_the_last_run_before_a_time():
+    # CYCLE: 0.5 before 10, then [10,70)=1, [70,130)=0, [130,190)=0.5, [190,250)=0,
+    # [250,310)=0.5, ... so [850,910) runs, [910,970) does not, [970,1030) runs.
+    assert [CYCLE.last_run_end(t) for t in (5.0, 100.0, 200.0, 260.0, 950.0, 1000.0)] == [
+        5.0, 70.0, 190.0, 260.0, 910.0, 1000.0]
+    never = ShareCycle(first=0.0, start=10.0, quantum=60.0, shares=(0.0, 0.0), loop=0)
+    assert never.last_run_end(500.0) is None
+    prefix_only = ShareCycle(first=0.0, start=10.0, quantum=60.0, shares=(1.0, 0.0), loop=1)
+    assert prefix_only.last_run_end(5000.0) == 70.0
+
+
+def test_the_end_of_the_last_run_is_found_as_stepping_quantum_by_quantum_finds_it():
+    """`last_run_end` against its definition: step from `start` quantum by quantum (the
+    loop repeating) and keep the end of the last quantum with a share above 0 that starts
+    before `t` (`t` itself inside it), or `start` if only `first` ran; random cycles."""
+    import random
+
+    def stepped(cycle, t):
+        last = min(t, cycle.start) if cycle.first > 0 else None
+        k = 0
+        while cycle.start + k * cycle.quantum < t:
+            if cycle.share_at(cycle.start + (k + 0.5) * cycle.quantum) > 0:
+                last = min(t, cycle.start + (k + 1) * cycle.quantum)
+            k += 1
+        return last
+
+    rng = random.Random(7)
+    for _ in range(2000):
+        length = rng.randrange(1, 9)
+        shares = [rng.choice((0.0, 0.0, 0.5, 1.0)) for _ in range(length)]
+        cycle = ShareCycle(rng.choice((0.0, 0.7)), 100.0, 60.0, shares, rng.randrange(length))
+        t = rng.choice((rng.uniform(40.0, 2000.0), 100.0 + 60.0 * rng.randrange(30)))
+        assert cycle.last_run_end(t) == pytest.approx(stepped(cycle, t), abs=1e-9)
