@@ -141,7 +141,7 @@ class GandivaTimeSlicing:
             current = plan.slice(before)
             rotation = list(current.rotation)
             shares = current.shares
-            ran = current.ran  # the units with a share above 0 in `old`, in rotation order
+            ran = current.ran  # the units with a share above 0 in `shares`, in rotation order
         if self._load(view, sid) <= gpus:
             return
         plain = not self._has_pack(view, sid)  # the units are the server's jobs
