@@ -254,8 +254,9 @@ def test_a_gandiva_figure_is_itsmedian_draws_change_with_every_draw_shown():
     median = median_draw(draws, lambda r: r.summary["jct"]["mean"])
     assert median.index == 2
     assert median.change == pytest.approx(-0.05)
-    assert median.detail == "190 vs 200 min in the median of 3 draws; each: -20.0%, +10.0%, -5.0%"
+    assert median.detail == "190 vs 200 min, median draw"
+    assert median.each == "Each draw: -20.0%, +10.0%, -5.0%."
     assert median.unpacked == pytest.approx(-0.10)
-    assert median.unpacked_detail == "median; each: -10.0%, -30.0%, +10.0%"
+    assert median.unpacked_each == "Each draw: -10.0%, -30.0%, +10.0%."
     # an even count takes the lower of the middle two
     assert median_draw(draws[:2], lambda r: r.summary["jct"]["mean"]).index == 0
