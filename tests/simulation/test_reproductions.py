@@ -241,22 +241,18 @@ def test_sia_statistics_of_per_job_speedups():
     assert stats["slow_minutes"] == pytest.approx(0.5)  # b lost 30 s
 
 
-def test_a_gandiva_figure_is_itsmedian_draws_change_with_every_draw_shown():
+def test_a_gandiva_figure_is_its_median_draws_change_with_every_draw_shown():
     # Three draws, mean JCT FIFO -> Gandiva (-> without packing), in minutes:
     # 100 -> 80 (-> 90): -20 %, -10 %;  100 -> 110 (-> 70): +10 %, -30 %;
     # 200 -> 190 (-> 220): -5 %, +10 %.  Sorted changes -20, -5, +10: the median draw is
     # the third; without packing sorted -30, -10, +10: its median -10 % (of the first draw).
-    def run(minutes):
-        return SimpleNamespace(summary={"jct": {"mean": minutes * 60.0}})
-
-    draws = [(run(100), run(80), run(90)), (run(100), run(110), run(70)),
-             (run(200), run(190), run(220))]
-    median = median_draw(draws, lambda r: r.summary["jct"]["mean"])
+    figures = [(100.0, 80.0, 90.0), (100.0, 110.0, 70.0), (200.0, 190.0, 220.0)]
+    median = median_draw(figures, lambda minutes: f"{minutes:.0f} min")
     assert median.index == 2
     assert median.change == pytest.approx(-0.05)
-    assert median.detail == "190 vs 200 min, median draw"
+    assert median.detail == "190 min vs 200 min, median draw"
     assert median.each == "Each draw: -20.0%, +10.0%, -5.0%."
-    assert median.unpacked == pytest.approx(-0.10)
-    assert median.unpacked_each == "Each draw: -10.0%, -30.0%, +10.0%."
+    assert median.ablated == pytest.approx(-0.10)
+    assert median.ablated_each == "Each draw: -10.0%, -30.0%, +10.0%."
     # an even count takes the lower of the middle two
-    assert median_draw(draws[:2], lambda r: r.summary["jct"]["mean"]).index == 0
+    assert median_draw(figures[:2], str).index == 0
