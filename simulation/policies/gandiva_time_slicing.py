@@ -199,12 +199,7 @@ class GandivaTimeSlicing:
             return rotation, ran, None
         if gone:
             members -= gone
-            if len(gone) < 8:
-                for unit in gone:
-                    rotation.remove(unit)
-            else:
-                rotation = [u for u in rotation if u not in gone]
-            ran = tuple([u for u in ran if u not in gone])
+            rotation, ran = _without(rotation, ran, gone)
         rotation.extend(new)
         members.update(new)
         return rotation, ran, _PreviousShares(shares, members, set(new))
@@ -224,12 +219,7 @@ class GandivaTimeSlicing:
         gone = listed - units.keys()
         if gone:
             listed -= gone
-            if len(gone) < 8:
-                for unit in gone:
-                    rotation.remove(unit)
-            else:
-                rotation = [u for u in rotation if u not in gone]
-            ran = tuple([u for u in ran if u not in gone])
+            rotation, ran = _without(rotation, ran, gone)
         packed = False
         for unit in sorted(units.keys() - listed, key=self._unit_rank):
             if isinstance(unit, tuple):
@@ -551,6 +541,17 @@ def slowed_share(slice_share: float, pack: float, locality: float) -> float:
     if slice_share <= SUSPENDED:
         return SUSPENDED
     return min(1.0, max(slice_share * pack * locality, MIN_SHARE))
+
+
+def _without(rotation: list[Unit], ran: tuple[Unit, ...], gone: set[Unit]
+             ) -> tuple[list[Unit], tuple[Unit, ...]]:
+    """`rotation` (changed in place when few go) and `ran` without the units `gone`."""
+    if len(gone) < 8:
+        for unit in gone:
+            rotation.remove(unit)
+    else:
+        rotation = [u for u in rotation if u not in gone]
+    return rotation, tuple([u for u in ran if u not in gone])
 
 
 class _PreviousShares:

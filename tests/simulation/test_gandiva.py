@@ -469,20 +469,26 @@ def test_a_job_spread_over_over_subscribed_servers_moves_to_idle_ones(migration)
         assert any(d.share == 0.0 or d.cycle is not None for d in later)
 
 
+def crowded_batches(seed: int) -> list[JobSpec]:
+    """60 jobs of 1-4 GPUs (mostly 1) of four models, arriving in batches every 200 s up to
+    3,800 s: on 2 × 4 GPUs, crowded servers, packs, and re-plans meeting several newcomers
+    at once."""
+    import random
+
+    rng = random.Random(seed)
+    models = ("resnet50", "vae", "lstm", "dcgan")
+    jobs = [JobSpec(f"j{i:02d}", 200.0 * rng.randrange(20), rng.choice((1, 1, 1, 2, 4)),
+                    rng.uniform(100, 3000), model=rng.choice(models)) for i in range(60)]
+    return sorted(jobs, key=lambda j: j.submit_time)
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_a_rotation_re_planned_from_its_changes_is_the_one_rebuilt_from_every_unit(seed):
     """Brute force: on crowded servers (60 jobs of 1-4 GPUs onto 2 × 4 GPUs, packing and
     migration on), every re-plan from the jobs that changed (`_changed_rotation`) gives the
     rotation, the units that ran and each unit's share before, as rebuilding them from
     every unit does (`_rebuilt_rotation`); and the change path is the one taken."""
-    import random
-
-    rng = random.Random(seed)
-    models = ("resnet50", "vae", "lstm", "dcgan")
-    # arrivals in batches, so a re-plan may meet several newcomers at once
-    jobs = [JobSpec(f"j{i:02d}", 200.0 * rng.randrange(20), rng.choice((1, 1, 1, 2, 4)),
-                    rng.uniform(100, 3000), model=rng.choice(models)) for i in range(60)]
-    jobs.sort(key=lambda j: j.submit_time)
+    jobs = crowded_batches(seed)
     policy = create_policy("gandiva", {})
     changed, checked = policy._changed_rotation, [0]
 
@@ -510,13 +516,7 @@ def test_each_servers_jobs_not_suspended_and_unit_sizes_are_kept_as_they_change(
     """Brute force: after every round on crowded servers (packing and migration on), the
     jobs `_set_shares` tells on a server (`_awake`) are its jobs not noted as suspended,
     and its tally's fewest and most GPUs of a unit are its units' (a pack counts one)."""
-    import random
-
-    rng = random.Random(seed)
-    models = ("resnet50", "vae", "lstm", "dcgan")
-    jobs = [JobSpec(f"j{i:02d}", 200.0 * rng.randrange(20), rng.choice((1, 1, 1, 2, 4)),
-                    rng.uniform(100, 3000), model=rng.choice(models)) for i in range(60)]
-    jobs.sort(key=lambda j: j.submit_time)
+    jobs = crowded_batches(seed)
     policy = create_policy("gandiva", {})
     schedule, rounds, packs = policy.schedule, [0], [0]
 
