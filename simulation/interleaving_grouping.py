@@ -15,10 +15,11 @@ the same pairs when every merge a round considers makes groups of one size, as i
 round.) Blossom is O(V³): up to `exact_limit` nodes per bucket the graph is complete
 (exact); above it each node keeps edges to `sparse_degree` nodes of every
 class of similar jobs (resource shares rounded to tenths), chosen by rotation so that
-identical jobs do not all court the same partners. `blossom=False` (Figure 11's "without
-Blossom") pairs nodes in priority order instead (`_priority_pairs`). With a `MatchingMemo`,
-matchings are remembered by bucket and merge periods by the pair of stage blocks merged
-(`MergePeriods`): the same floats, computed once.
+identical jobs do not all court the same partners, and to the nodes it runs in one group
+with (so a running group can stay together, `max_weight_pairs`). `blossom=False` (Figure
+11's "without Blossom") pairs nodes in priority order instead (`_priority_pairs`). With a
+`MatchingMemo`, matchings are remembered by bucket and merge periods by the pair of stage
+blocks merged (`MergePeriods`): the same floats, computed once.
 
 The group iteration time and γ each edge weighs are `simulation.interleaving`'s model.
 """
@@ -42,6 +43,7 @@ from simulation.interleaving import (
     shift_assignments,
 )
 
+Cells = tuple[np.ndarray, np.ndarray]  # the cells (us[i], vs[i]) of a graph's edges, u < v
 
 @dataclass(slots=True)
 class Bucket:
@@ -401,8 +403,10 @@ def _typed_edge_weights(bucket: Bucket, groups: list[list[int]], config: Groupin
     return weights, firsts, types_of, table
 
 
-def _sparse_mask(signatures: np.ndarray, degree: int) -> np.ndarray:
-    """Each node's edges to `degree` nodes of every signature class, chosen by rotation.
+def _sparse_mask(signatures: np.ndarray, degree: int, together: Cells | None = None
+                 ) -> np.ndarray:
+    """Each node's edges to `degree` nodes of every signature class, chosen by rotation,
+    and the cells `together` (`_running_cells`: nodes that run in one group).
 
     Nodes with the same signature interleave alike, so a few partners per class keep the
     choices Blossom needs while spreading them: node u courts class members u, u+1, ...
@@ -419,7 +423,24 @@ def _sparse_mask(signatures: np.ndarray, degree: int) -> np.ndarray:
     offsets = nodes + np.arange(degree)[None, :]
     for members in classes.values():
         mask[nodes, np.array(members)[offsets % len(members)]] = True
+    if together is not None:
+        mask[together] = True
     return mask | mask.T
+
+
+def _running_cells(running: np.ndarray) -> Cells:
+    """The cells (u, v), u < v, of nodes that run in one group (`running[u] ==
+    running[v] >= 0`), in row-major order."""
+    together: dict[int, list[int]] = {}
+    for node, token in enumerate(running.tolist()):
+        if token >= 0:
+            together.setdefault(token, []).append(node)
+    cells = sorted((a, b) for nodes in together.values() if len(nodes) > 1
+                   for i, a in enumerate(nodes) for b in nodes[i + 1:])
+    if not cells:
+        return np.zeros(0, np.intp), np.zeros(0, np.intp)
+    us, vs = np.array(cells, dtype=np.intp).T
+    return us, vs
 
 
 @lru_cache(maxsize=64)
@@ -458,7 +479,11 @@ def max_weight_pairs(
     in thousandths), the one keeping most such pairs together wins, as each such edge gains
     less than 1 / (n + 1) of a thousandth; Algorithm 1's objective is unchanged, only its
     ties (issue #16: otherwise jobs of one model swap partners from round to round, and
-    each swap restarts a group).
+    each swap restarts a group). Above the exact limit the edges between nodes of one
+    running group enter the sparse graph too: the courted partners shift with every job
+    that joins or leaves the bucket, so without them a running pair was often no edge at
+    all, and split though keeping it cost no weight (on the first 20,000 Philly jobs with
+    models, muri-s restarted jobs 389,356 times; with them 105,940, mean JCT -4 %).
     """
     n = weights.shape[0]
     if n < 2:
@@ -466,7 +491,8 @@ def max_weight_pairs(
     keep = weights > 0
     keep &= _above_diagonal(n)
     if n > config.exact_limit and signatures is not None:
-        keep &= _sparse_mask(signatures, config.sparse_degree)
+        keep &= _sparse_mask(signatures, config.sparse_degree,
+                             None if running is None else _running_cells(running))
     us, vs = np.nonzero(keep)
     if len(us) == 0:
         return []
@@ -504,9 +530,10 @@ def _edge_list_order(us: np.ndarray, vs: np.ndarray) -> list[int]:
     return list(dict.fromkeys(ends.tolist()))  # no sort: a graph has ~200 edges
 
 
-def _sparse_pairs(signatures: np.ndarray, degree: int) -> tuple[np.ndarray, np.ndarray]:
+def _sparse_pairs(signatures: np.ndarray, degree: int, together: Cells | None = None
+                  ) -> Cells:
     """The cells (u, v), u < v, of `_sparse_mask`, in row-major order, without the n × n
-    mask: each node's courted partners, both ends sorted, once each."""
+    mask: each node's courted partners and the cells `together`, once each."""
     n = signatures.shape[0]
     flat = np.ascontiguousarray(signatures)
     rows = flat.view(np.dtype((np.void, flat.shape[1] * flat.itemsize))).reshape(-1)
@@ -520,7 +547,10 @@ def _sparse_pairs(signatures: np.ndarray, degree: int) -> tuple[np.ndarray, np.n
     us = np.repeat(nodes, courted.shape[1])
     vs = courted.reshape(-1)
     low, high = np.minimum(us, vs), np.maximum(us, vs)
-    cells = np.unique((low * n + high)[low != high])
+    cells = (low * n + high)[low != high]
+    if together is not None:
+        cells = np.concatenate([cells, together[0] * n + together[1]])
+    cells = np.unique(cells)
     return cells // n, cells % n
 
 
@@ -549,19 +579,21 @@ class MatchingMemo:
     jobs: a bucket whose selected jobs did not change while another bucket's did, or the
     same groups again in the next matching round. The key holds the bucket's believed
     stages, solo times, groupability, stage counts and current groups, so a hit returns
-    exactly what recomputing would. Blossom's graph (edges, weights, node order) does not
-    depend on which groups run (only Blossom's ties do): it is remembered by the key
-    without them (`_Graph`), as a regroup right after one that started new groups matches
-    the same jobs again (over 40 % of matchings on muri_trace2, a third on Philly), and
-    such a matching is answered without Blossom when its running pairs are provably
-    Blossom's answer (`_kept_running_pairs`). At most `size` entries of each are kept
-    (all are dropped when full, as a run's rounds move on and rarely come back).
+    exactly what recomputing would. Blossom's graph (edges, weights, node order) depends
+    on which groups run only through the edges between nodes running together that a
+    sparse graph adds (Blossom's ties depend on every running group): it is remembered by
+    the key without the groups but with those edges (`_Graph`), as a regroup right after
+    one that started new groups matches the same jobs again (over 40 % of matchings on
+    muri_trace2, a third on Philly), and such a matching is answered without Blossom when
+    its running pairs are provably Blossom's answer (`_kept_running_pairs`). At most
+    `size` entries of each are kept (all are dropped when full, as a run's rounds move on
+    and rarely come back).
     """
 
     def __init__(self, size: int = 1024) -> None:
         self._size = size
         self._pairs: dict[tuple, list[tuple[int, int, float]]] = {}
-        # Blossom's graphs, by the key without running groups (`_graph`)
+        # Blossom's graphs, by the key without running groups but their sparse edges
         self._graphs: dict[tuple, _Graph] = {}
         self.periods = MergePeriods()
 
@@ -578,13 +610,18 @@ class MatchingMemo:
         key = (weighed, base[1])
         found = self._pairs.get(key)
         if found is None:
-            graph = self._graphs.get(weighed)
+            running = _running_groups(bucket, groups)
+            together = None  # the cells of nodes running together, in a sparse graph
+            graph_key: tuple = weighed
+            if running is not None and len(groups) > config.exact_limit:
+                together = _running_cells(running)
+                graph_key = (weighed, together[0].tobytes(), together[1].tobytes())
+            graph = self._graphs.get(graph_key)
             if graph is None:
-                graph = self._graph(bucket, groups, config)
+                graph = self._graph(bucket, groups, config, together)
                 if len(self._graphs) >= self._size:
                     self._graphs.clear()
-                self._graphs[weighed] = graph
-            running = _running_groups(bucket, groups)
+                self._graphs[graph_key] = graph
             if graph.best is not None and running is not None:
                 kept = _kept_running_pairs(graph, running)
                 if kept is not None:
@@ -602,17 +639,19 @@ class MatchingMemo:
             self._pairs[key] = found
         return found
 
-    def _graph(self, bucket: Bucket, groups: list[list[int]], config: GroupingConfig
-               ) -> _Graph:
+    def _graph(self, bucket: Bucket, groups: list[list[int]], config: GroupingConfig,
+               together: Cells | None = None) -> _Graph:
         """Blossom's graph over `groups`: its edges as `max_weight_pairs` builds them, from
         the types' matrix (`_typed_edge_weights`). Above the exact limit only the sparse
-        mask's cells are read, so no n × n matrix is built (buckets reach ~1,000 groups
-        on Philly with models); signatures are the types' too."""
+        mask's cells (with the cells `together` of nodes running in one group) are read, so
+        no n × n matrix is built (buckets reach ~1,000 groups on Philly with models);
+        signatures are the types' too."""
         n = len(groups)
         _, firsts, of, table = _typed_edge_weights(bucket, groups, config, self.periods,
                                                    dense=False)
         if n > config.exact_limit:
-            us, vs = _sparse_pairs(_signatures(bucket, firsts)[of], config.sparse_degree)
+            us, vs = _sparse_pairs(_signatures(bucket, firsts)[of], config.sparse_degree,
+                                   together)
         else:
             us, vs = np.nonzero(_above_diagonal(n)) if n >= 2 else (np.zeros(0, np.intp),) * 2
         values = table[of[us], of[vs]]

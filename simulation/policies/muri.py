@@ -35,7 +35,10 @@ maximises total γ and says nothing of ties, which are frequent (jobs of one mod
 profile); picking among them at random swapped partners between alike jobs at every
 regroup, and each swap restarts two groups. Measured (`benchmarks/README.md`): restarts per
 job fall by 21-38 % on muri_trace1-4 (e.g. muri-l trace2 34.6 to 21.3) and mean JCT by
-0.1-2.9 %. `ties=any` gives the earlier answers.
+0.1-2.9 %. `ties=any` gives the earlier answers. A bucket above `exact_matching_limit`
+matches over a sparse graph, to which the edges between jobs running in one group are
+added, so that this tie-break can keep them (else most of a big bucket's running pairs
+were no edge once a job joined or left it, and split at no gain).
 `restart=group` (default): Muri's executor starts a changed group afresh (§5: "terminates
 old jobs and starts new jobs according to the plan") and the authors' simulator charges
 every member of a group its start-up time (Rivendile/Muri@4e69a78

@@ -362,29 +362,75 @@ def test_matchings_kept_running_are_blossoms_whatever_its_ties(monkeypatch):
     assert any(shortcuts) and not all(shortcuts) and unjoined
 
 
-def test_running_pairs_outside_the_sparse_graph_are_not_kept():
-    # Eight alike nodes of one class above the exact limit: the sparse graph is the cycle
-    # 0-1-...-7-0, every edge γ 0.5 (500), best 2,000. Pairs running along the cycle are
-    # Blossom's matching; with (4, 6) and (5, 7) running instead (γ 0.5 each, but not
-    # edges), only 1,000 of it runs: not proven, and Blossom completes it otherwise.
+def test_running_groups_join_the_sparse_graph_and_stay_together():
+    # Eight alike nodes of one class above the exact limit: the courted partners are the
+    # cycle 0-1-...-7-0, every edge γ 0.5 (500), best 2,000. Pairs running along the cycle
+    # are Blossom's matching and proven so. With (4, 6) and (5, 7) running instead of
+    # (4, 5) and (6, 7), no courted partners, their edges join the graph: the four running
+    # pairs weigh the best 2,000, so they are Blossom's matching and proven so too. With
+    # only (4, 6) and (5, 7) running, Blossom completes them with (0, 1) and (2, 3).
     config = GroupingConfig(exact_limit=4, sparse_degree=2)
     weights = np.full((8, 8), 0.5)
     np.fill_diagonal(weights, 0.0)
     signatures = np.zeros((8, 2), dtype=np.int64)
-    us, vs = grouping._sparse_pairs(signatures, 2)
-    graph = grouping._Graph(np.full((2, 2), 0.5), np.zeros(8, dtype=np.intp), us, vs,
-                            np.full(len(us), 0.5), True)
-    graph.best = 2000
+    cycle = [(0, 1), (0, 7), (1, 2), (2, 3), (3, 4), (4, 5), (5, 6), (6, 7)]
+    assert list(zip(*map(np.ndarray.tolist, grouping._sparse_pairs(signatures, 2)),
+                    strict=True)) == cycle
+
+    def graph(running):
+        us, vs = grouping._sparse_pairs(signatures, 2, grouping._running_cells(running))
+        built = grouping._Graph(np.full((1, 1), 0.5), np.zeros(8, dtype=np.intp), us, vs,
+                                np.full(len(us), 0.5), True)
+        built.best = 2000
+        return built
+
     along = np.array([0, 0, 1, 1, 2, 2, 3, 3])
-    assert grouping._kept_running_pairs(graph, along) == [(0, 1), (2, 3), (4, 5), (6, 7)]
+    assert grouping._kept_running_pairs(graph(along), along) == [(0, 1), (2, 3), (4, 5), (6, 7)]
     assert max_weight_pairs(weights, config, signatures, along) == [(0, 1), (2, 3), (4, 5),
                                                                     (6, 7)]
     across = np.array([0, 0, 1, 1, 2, 3, 2, 3])
-    assert grouping._kept_running_pairs(graph, across) is None
-    assert max_weight_pairs(weights, config, signatures, across) == [(0, 1), (2, 3), (4, 5),
-                                                                     (6, 7)]
-    graph.best = 2500
-    assert grouping._kept_running_pairs(graph, along) is None
+    crossed = graph(across)
+    assert list(zip(crossed.us.tolist(), crossed.vs.tolist(), strict=True)) == sorted(
+        [*cycle, (4, 6), (5, 7)])
+    assert grouping._kept_running_pairs(crossed, across) == [(0, 1), (2, 3), (4, 6), (5, 7)]
+    assert max_weight_pairs(weights, config, signatures, across) == [(0, 1), (2, 3), (4, 6),
+                                                                     (5, 7)]
+    two = np.array([-1, -1, -1, -1, 2, 3, 2, 3])
+    assert grouping._kept_running_pairs(graph(two), two) is None  # 1,000 of 2,000 run
+    assert max_weight_pairs(weights, config, signatures, two) == [(0, 1), (2, 3), (4, 6),
+                                                                  (5, 7)]
+    heavier = graph(along)
+    heavier.best = 2500
+    assert grouping._kept_running_pairs(heavier, along) is None
+
+
+def test_remembered_sparse_graphs_hold_the_running_groups_edges():
+    # The hand case above through `MatchingMemo`: eight alike jobs (four balanced stages,
+    # γ 0.5 for any two) above the exact limit. Matched first with nothing running: one of
+    # the cycle's two perfect matchings (a tie). Then with (4, 6) and (5, 7) running: that
+    # graph holds their edges, so it is another graph, and they stay together, with the
+    # only pairs left of 0-3; with the cycle's pairs (0, 1) ... (6, 7) running, those.
+    config = GroupingConfig(max_group=4, exact_limit=4, sparse_degree=2)
+    bucket = Bucket(gpus=1, stages=np.ones((8, 4)), solo=np.full(8, 4.0),
+                    ranks=list(range(8)), groupable=[True] * 8, stage_counts=[4] * 8)
+    groups = [[i] for i in range(8)]
+    memo = MatchingMemo()
+    along = [(0, 1, 0.5), (2, 3, 0.5), (4, 5, 0.5), (6, 7, 0.5)]
+    first = memo.pairs(replace(bucket, running_group=[-1] * 8), groups, config)
+    assert first in (along, [(0, 7, 0.5), (1, 2, 0.5), (3, 4, 0.5), (5, 6, 0.5)])
+    for tokens, expected in (([-1, -1, -1, -1, 2, 3, 2, 3], [*along[:2], (4, 6, 0.5), (5, 7, 0.5)]),
+                             ([0, 0, 1, 1, 2, 2, 3, 3], along)):
+        running = replace(bucket, running_group=tokens)
+        assert memo.pairs(running, groups, config) == expected
+        assert _matched_pairs(running, groups, config) == expected
+    assert len(memo._graphs) == 3
+
+
+def test_running_cells_join_every_two_nodes_of_a_running_group():
+    # Groups 5 (nodes 0, 2, 4) and 7 (3, 5); node 1 runs alone (token 9), 6 waits (-1).
+    us, vs = grouping._running_cells(np.array([5, 9, 5, 7, 5, 7, -1]))
+    assert list(zip(us.tolist(), vs.tolist(), strict=True)) == [(0, 2), (0, 4), (2, 4), (3, 5)]
+    assert [len(cells) for cells in grouping._running_cells(np.array([-1, 3, -1]))] == [0, 0]
 
 
 @pytest.mark.parametrize("seed", range(20))
@@ -393,8 +439,10 @@ def test_sparse_pairs_are_the_sparse_masks_cells(seed):
     n = int(rng.integers(2, 120))
     signatures = rng.integers(0, int(rng.integers(1, 4)), (n, 3))
     degree = int(rng.integers(1, 4))
-    us, vs = grouping._sparse_pairs(signatures, degree)
-    expected = np.nonzero(np.triu(_sparse_mask(signatures, degree), 1))
+    running = rng.integers(-1, max(1, n // 3), n)  # some nodes run together
+    together = grouping._running_cells(running) if seed % 2 else None
+    us, vs = grouping._sparse_pairs(signatures, degree, together)
+    expected = np.nonzero(np.triu(_sparse_mask(signatures, degree, together), 1))
     assert np.array_equal(us, expected[0]) and np.array_equal(vs, expected[1])
     assert grouping._edge_list_order(us, vs) == list(dict.fromkeys(
         np.stack([us, vs], axis=1).reshape(-1).tolist()))
