@@ -97,6 +97,12 @@ class Aryl(ArylPlacement, Policy):
         self._elastic_ids: dict[str, bool] = {}
         self._terms: dict[tuple[str, str | None, str], _GroupTerms] = {}
         self._round_elastic: list[JobView] | None = None  # running elastic jobs, this round
+        # Phase one's key of each waiting job (`phase_one_order`), the allocation log read so
+        # far, and the GPU types each kind of job may take (`_types`), for `_facts_view`.
+        self._queued_keys: dict[JobView, tuple[float, float]] = {}
+        self._keys_mark = 0
+        self._types_of: dict[tuple[str | None, bool], list[str]] = {}
+        self._base_demands: dict[JobView, int] = {}  # `_base_gpus` of each job seen waiting
 
     def schedule(self, view: ClusterView) -> Iterator[Decision]:
         if not view.queue and not (self.elastic and view.running):
@@ -107,6 +113,10 @@ class Aryl(ArylPlacement, Policy):
             self._facts_view = view
             self._elastic_ids.clear()
             self._terms.clear()
+            self._queued_keys.clear()
+            self._keys_mark = view.allocations_since(0)[1]
+            self._types_of.clear()
+            self._base_demands.clear()
         self._round_elastic = self._elastic_running(view)
         try:
             allocation = self.allocate(view)
@@ -147,8 +157,16 @@ class Aryl(ArylPlacement, Policy):
         capacity = self._capacity(view)
         allocation = Allocation()
         later: list[JobView] = []
-        for job in self.phase_one_order(view):
-            if sum(capacity.values()) <= 0:
+        # With no GPU to give (most arrivals on a loaded trace) phase one admits nobody.
+        order = self.phase_one_order(view) if sum(capacity.values()) > 0 else []
+        # No waiting job's base demand is below `smallest`: once no GPU type (with
+        # `heterogeneous`, not all types together) has that many left, no job further on
+        # can be admitted, so the walk ends there (issue #16: thousands wait on muri_trace2).
+        smallest = self._smallest_base_demand(order)
+        for job in order:
+            if (sum(capacity.values()) <= 0
+                    or (sum(capacity.values()) if self.heterogeneous
+                        else max(capacity.values(), default=0)) < smallest):
                 break
             demand = self._base_gpus(job.spec)
             for gpu_type in self._types(view, job.spec):
@@ -171,10 +189,32 @@ class Aryl(ArylPlacement, Policy):
             allocation.flexible = self._allocate_flexible(view, allocation, capacity)
         return allocation
 
+    def _smallest_base_demand(self, jobs: list[JobView]) -> int:
+        """The fewest GPUs any of `jobs` needs admitted (`_base_gpus`; 0 for no job), each
+        job's kept: it depends on the job's spec alone."""
+        demands = self._base_demands
+        for job in [job for job in jobs if job not in demands]:
+            demands[job] = self._base_gpus(job.spec)
+        return min(map(demands.__getitem__, jobs), default=0)
+
     def phase_one_order(self, view: ClusterView) -> list[JobView]:
-        """SJF: T_j for inelastic jobs, T_j^max for elastic ones (Algorithm 2 `SortJobs`)."""
-        return sorted(view.queue.values(), key=lambda j: (self._sort_time(view, j),
-                                                            j.submit_time))
+        """SJF: T_j for inelastic jobs, T_j^max for elastic ones (Algorithm 2 `SortJobs`),
+        ties by submission, then queue order.
+
+        A waiting job's key is kept while it waits (issue #16: thousands wait on
+        muri_trace2, and every round sorted them by keys computed afresh): its predicted
+        work left changes only while it runs, and the allocation log names every job
+        started, stopped or ended since the last round, whose key is dropped."""
+        keys = self._queued_keys
+        changed, self._keys_mark = view.allocations_since(self._keys_mark)
+        for job_id in changed:
+            keys.pop(view.job(job_id), None)
+        queue = list(view.queue.values())
+        for job in queue:
+            if job not in keys:
+                keys[job] = (self._sort_time(view, job), job.submit_time)
+        queue.sort(key=keys.__getitem__)
+        return queue
 
     def split_flexible(
         self, view: ClusterView, groups: list[FlexibleGroup], rates: dict[str, list[float]],
@@ -307,12 +347,16 @@ class Aryl(ArylPlacement, Policy):
         return [(p.name, p.gpu_type) for p in pools]
 
     def _types(self, view: ClusterView, spec: JobSpec, *, base: bool = False) -> list[str]:
-        """GPU types the job may run on, preferred first."""
+        """GPU types the job may run on, preferred first (kept per GPU type asked and
+        elasticity: the cluster's pools do not change within a view; read-only)."""
         elastic = self.elastic and spec.elastic and not base
-        types: list[str] = []
-        for _, gpu_type in self._pools(view, spec.gpu_type, elastic=elastic):
-            if gpu_type not in types:
-                types.append(gpu_type)
+        key = (spec.gpu_type, elastic)
+        types = self._types_of.get(key)
+        if types is None:
+            types = self._types_of[key] = []
+            for _, gpu_type in self._pools(view, spec.gpu_type, elastic=elastic):
+                if gpu_type not in types:
+                    types.append(gpu_type)
         return types
 
     def _running_type(self, view: ClusterView, job: JobView) -> str | None:

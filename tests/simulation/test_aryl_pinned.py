@@ -20,9 +20,11 @@ import pytest
 
 from simulation.decisions import Slot
 from simulation.policies import aryl_knapsack
+from simulation.policies.aryl import Aryl
 from simulation.policies.aryl_knapsack import flexible_group, solve_multiple_choice_knapsack
 from simulation.reclaim.aryl import HostedJob, select_reclaim_servers
 from simulation.runner import run_simulation
+from simulation.view import ClusterView, JobView
 from simulation.workloads.cluster_spec import cluster_spec_from_dict
 from simulation.workloads.generator import GeneratorSpec, generate_workload
 from simulation.workloads.inference_load import generate_inference_load
@@ -161,3 +163,30 @@ def test_small_scenario_runs_are_pinned(name, small_run_inputs) -> None:
     summary = {k: result.summary[k] for k in ("jct", "queuing", "preemptions", "scaling_ops",
                                                 "loaning", "decisions")}
     assert _digest([jobs, summary]) == expected, summary
+
+
+@pytest.mark.parametrize("name", ["basic", "advanced"])
+def test_phase_one_keeps_waiting_jobs_keys_as_a_fresh_sort_gives_them(
+        name, small_run_inputs, monkeypatch) -> None:
+    """Phase one keeps each waiting job's SJF key across rounds (dropped when the allocation
+    log names the job) and bounds its walk by the fewest GPUs a waiting job needs: in every
+    round the order must be a fresh sort's and the bound the plain minimum. Reclaims here
+    requeue jobs with less work left, whose kept key would be stale."""
+    kept = Aryl.phase_one_order
+    rounds: list[int] = []
+
+    def checked(self: Aryl, view: ClusterView) -> list[JobView]:
+        order = kept(self, view)
+        assert order == sorted(view.queue.values(),
+                               key=lambda j: (self._sort_time(view, j), j.submit_time))
+        assert self._smallest_base_demand(order) == min(
+            (self._base_gpus(job.spec) for job in order), default=0)
+        rounds.append(len(order))
+        return order
+
+    monkeypatch.setattr(Aryl, "phase_one_order", checked)
+    cluster, workload, load = small_run_inputs
+    policy, settings, _ = SCENARIOS[name]
+    result = run_simulation(cluster, workload, policy, settings=settings, inference_load=load,
+                            seed=1)
+    assert result.summary["preemptions"] > 0 and sum(n > 1 for n in rounds) > 50
