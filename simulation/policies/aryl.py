@@ -1,8 +1,10 @@
 """Aryl's job scheduler: two-phase allocation (§5.2, Algorithm 2) and placement (§5.3).
 
-At every event and every `interval` (60 s, "periodically ... in high frequency", §5.2; the
-orchestrator loans and reclaims on the engine's 300 s `loan_interval`) the scheduler
-re-decides, non-preemptively:
+At every event (arrival, completion, and the orchestrator's loans and reclaims on the
+engine's 300 s `loan_interval`) the scheduler re-decides, non-preemptively. §5.2 runs it
+"periodically ... in high frequency"; a round with no event since the last one would
+repeat its answer (`_signature`), so the policy sets no clock of its own (`interval = None`:
+on muri_trace2, 800,000 wakeups a minute apart that decided nothing):
 
 - Capacity is the free GPUs of every available server (on-loan inference servers included)
   plus the GPUs of running elastic jobs' flexible workers, which may be taken back.
@@ -75,7 +77,7 @@ class Aryl(ArylPlacement, Policy):
               "throughput loss per worker past the middle of the range assumed by the "
               "knapsack (set with EngineConfig.elastic_step_loss)", bounds=(0.0, 0.99)),
     )
-    interval = 60.0
+    interval = None  # rounds at events only: see the module docstring
     # Algorithm 1 reclaims (§4); resizes run on Elastic Horovod (§6, [1]): the old workers
     # train on while new ones start, then one short state broadcast, as EDL's stop-free
     # scale-out. Aryl's §7.1 baselines (afs, gandiva-elastic, pollux-lite) subclass this
@@ -129,9 +131,10 @@ class Aryl(ArylPlacement, Policy):
     def _signature(view: ClusterView) -> tuple[object, ...]:
         """What a round depends on besides time: free GPUs per pool and the job counts.
 
-        An arrival, a completion or a reclaim changes it; a tick with none of them would
-        repeat the last round's answer, so it is skipped (only the running jobs' remaining
-        times have moved, which shifts knapsack values slightly).
+        An arrival, a completion or a reclaim changes it; a round with none of them since
+        the last one (a loan tick that lent nothing, or a periodic round under a numeric
+        `cadence`) would repeat the last round's answer, so it is skipped (only the running
+        jobs' remaining times have moved, which shifts knapsack values slightly).
         """
         free = tuple(view.free_gpus(p.name) for p in view.spec.pools)
         return free, len(view.queue), len(view.running)

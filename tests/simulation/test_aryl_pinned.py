@@ -118,10 +118,12 @@ SMALL_CLUSTER = {
 }
 
 # Re-pinned when the engine got fair defaults ("Trustworthy numbers"): Aryl and its §7.1
-# baselines run at every event plus their 60 s tick, reclaim with Algorithm 1 and resize
-# stop-free by default, and the run ends at the last completion (loans and reclaims after it
-# are no longer counted). With cadence=60 and scaling_mode=none every job's start and end
-# were checked equal to the previous pins; only the loaning counters after the makespan moved.
+# baselines run at every event plus their 60 s tick (a tick since dropped: with no event
+# since the last round it decided nothing, and every digest stayed), reclaim with Algorithm 1
+# and resize stop-free by default, and the run ends at the last completion (loans and
+# reclaims after it are no longer counted). With cadence=60 and scaling_mode=none every
+# job's start and end were checked equal to the previous pins; only the loaning counters
+# after the makespan moved.
 SCENARIOS = {  # name: (policy, settings, digest)
     "basic": ("aryl", {"reclaim_strategy": "aryl"}, "3acd7170456812d6"),
     # Re-pinned when jobs that may span GPU types got one knapsack over every type's free
