@@ -16,8 +16,10 @@ from simulation.policies.sia.common import (
     queue_quotas,
     virtual_start_times,
 )
+from simulation.policies.sia.sia_vc import SiaVirtualClock
 from simulation.predictors.arrivals import DAY, WillJobsArrive, pool_histories
 from simulation.runner import run_simulation
+from simulation.view import ClusterView
 from simulation.workloads.sia import (
     A1_MEDIAN_MINUTES,
     TABLE_12_QUEUES,
@@ -124,6 +126,30 @@ def test_sia_vc_decides_as_with_the_plans_definition(monkeypatch: pytest.MonkeyP
     assert [(r["job_id"], r["start"], r["end"]) for r in fast] == [
         (r["job_id"], r["start"], r["end"]) for r in slow]
     assert sum(r["start"] > r["submit"] for r in fast) > len(w) // 3  # jobs wait: plans matter
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_sia_vc_keeps_the_waiting_jobs_visits_as_a_fresh_sort_gives_them(
+        monkeypatch: pytest.MonkeyPatch, seed: int) -> None:
+    """sia-vc keeps the waiting jobs' visits sorted across rounds from the engine's logs
+    (issue #16); in every round they must be the waiting jobs' (VST, submit time, 0, id)
+    sorted afresh, and the kept durations theirs."""
+    setup = SiaSetup(queues=3, days=2.0, load_range=(1.2, 1.6))
+    w = generate_sia_workload(setup, seed=seed)
+    kept = SiaVirtualClock._pending
+    waiting: list[int] = []
+
+    def checked(self: SiaVirtualClock, view: ClusterView, vst: dict[str, float]):
+        visits = kept(self, view, vst)
+        jobs = view.queue.values()
+        assert list(visits) == sorted((vst[j.job_id], j.submit_time, 0, j.job_id) for j in jobs)
+        assert list(self._durations) == sorted((j.spec.duration, j.job_id) for j in jobs)
+        waiting.append(len(visits))
+        return visits
+
+    monkeypatch.setattr(SiaVirtualClock, "_pending", checked)
+    run_simulation(sia_cluster(setup), w, "sia-vc", seed=seed)
+    assert sum(n > 3 for n in waiting) > 50  # queues form: the kept order is read
 
 
 def test_sia_lends_idle_quota_when_no_job_will_arrive() -> None:

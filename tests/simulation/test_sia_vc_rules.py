@@ -156,3 +156,20 @@ def test_edl_expand_refuses_sia_cells():
     with pytest.raises(InputError, match="locality=cells runs every job in a buddy cell"):
         run_simulation(three_queues(), _elastic_workload([(1, 0, 1, 10, True)]),
                        "sia+edl-expand", settings={"locality": "cells"})
+
+
+def test_the_kept_visits_follow_new_virtual_start_times():
+    """sia-vc keeps the waiting jobs' visits across rounds (issue #16); were the VSTs
+    computed again, the kept ones must give way: with `big` at 60 min and `late` at 10,
+    late is visited first; with other VSTs for the same view, big is."""
+    sim = hand_state(
+        three_queues(), create_policy("sia-vc"), now=1 * MIN,
+        running=[Running(R1, [("q1-1", 4)], remaining=59 * MIN)],
+        queued=[Queued(BIG), Queued(LATE)], future=[FUTURE],
+    )
+    policy, view = sim.policy, sim.view
+    first = {"big": 60 * MIN, "late": 10 * MIN}
+    assert [v[-1] for v in policy._pending(view, first)] == ["late", "big"]
+    again = {"big": 5 * MIN, "late": 10 * MIN}
+    assert [v[:2] for v in policy._pending(view, again)] == [(5 * MIN, 0.5 * MIN),
+                                                             (10 * MIN, 1 * MIN)]
