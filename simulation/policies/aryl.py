@@ -160,16 +160,15 @@ class Aryl(ArylPlacement, Policy):
         capacity = self._capacity(view)
         allocation = Allocation()
         later: list[JobView] = []
-        # With no GPU to give (most arrivals on a loaded trace) phase one admits nobody.
+        # With no GPU to give (common on a loaded trace) phase one admits nobody.
         order = self.phase_one_order(view) if sum(capacity.values()) > 0 else []
         # No waiting job's base demand is below `smallest`: once no GPU type (with
         # `heterogeneous`, not all types together) has that many left, no job further on
         # can be admitted, so the walk ends there (issue #16: thousands wait on muri_trace2).
         smallest = self._smallest_base_demand(order)
         for job in order:
-            if (sum(capacity.values()) <= 0
-                    or (sum(capacity.values()) if self.heterogeneous
-                        else max(capacity.values(), default=0)) < smallest):
+            free = sum(capacity.values())
+            if free <= 0 or (free if self.heterogeneous else max(capacity.values())) < smallest:
                 break
             demand = self._base_gpus(job.spec)
             for gpu_type in self._types(view, job.spec):
