@@ -428,14 +428,19 @@ def _sparse_mask(signatures: np.ndarray, degree: int, together: Cells | None = N
     return mask | mask.T
 
 
-def _running_cells(running: np.ndarray) -> Cells:
-    """The cells (u, v), u < v, of nodes that run in one group (`running[u] ==
-    running[v] >= 0`), in row-major order."""
+def _running_members(running: np.ndarray) -> list[list[int]]:
+    """The nodes of each running group (`running[u] >= 0` names node u's), ascending."""
     together: dict[int, list[int]] = {}
     for node, token in enumerate(running.tolist()):
         if token >= 0:
             together.setdefault(token, []).append(node)
-    cells = sorted((a, b) for nodes in together.values() if len(nodes) > 1
+    return list(together.values())
+
+
+def _running_cells(running: np.ndarray) -> Cells:
+    """The cells (u, v), u < v, of nodes that run in one group (`running[u] ==
+    running[v] >= 0`), in row-major order."""
+    cells = sorted((a, b) for nodes in _running_members(running) if len(nodes) > 1
                    for i, a in enumerate(nodes) for b in nodes[i + 1:])
     if not cells:
         return np.zeros(0, np.intp), np.zeros(0, np.intp)
@@ -720,11 +725,7 @@ def _kept_running_pairs(graph: _Graph, running: np.ndarray) -> list[tuple[int, i
     running group of three or more are left out of R: if the pairs reach the best, no
     edge joins two nodes outside them (it would add to the best), so such a group holds
     no edge of the graph."""
-    together: dict[int, list[int]] = {}
-    for node, token in enumerate(running.tolist()):
-        if token >= 0:
-            together.setdefault(token, []).append(node)
-    pairs = [(nodes[0], nodes[1]) for nodes in together.values() if len(nodes) == 2]
+    pairs = [(nodes[0], nodes[1]) for nodes in _running_members(running) if len(nodes) == 2]
     if not pairs or not len(graph.us):
         return None
     pairs = graph.edges(pairs)
