@@ -173,3 +173,31 @@ def test_the_kept_visits_follow_new_virtual_start_times():
     again = {"big": 5 * MIN, "late": 10 * MIN}
     assert [v[:2] for v in policy._pending(view, again)] == [(5 * MIN, 0.5 * MIN),
                                                              (10 * MIN, 1 * MIN)]
+
+
+def test_a_policy_reused_on_a_new_view_reads_its_queue_afresh():
+    """A policy object asked about a second view (a new run, or a snapshot of the live API)
+    must not read that view's queue log from the first view's mark: `solo` (q2, 2 GPUs)
+    waits in the second view only, and a fresh sia-vc launches it on q2's idle GPUs at
+    once; the policy that saw the first view (two jobs queued, so its mark was 2 where the
+    new log holds one entry) must do the same, not miss `solo` among the jobs to plan."""
+    policy = create_policy("sia-vc")
+    first = hand_state(
+        three_queues(), policy, now=1 * MIN,
+        running=[Running(R1, [("q1-1", 4)], remaining=59 * MIN),
+                 Running(R2, [("q2-1", 4)], remaining=9 * MIN),
+                 Running(R3, [("q3-1", 3)], remaining=99 * MIN)],
+        queued=[Queued(BIG), Queued(LATE)], future=[FUTURE],
+    )
+    assert [d for d in one_round(first) if isinstance(d, Launch)] == []
+    solo = job("solo", "q2", 0.5, 2, 10)
+
+    def second(p):
+        return hand_state(three_queues(), p, now=1 * MIN,
+                          running=[Running(R1, [("q1-1", 4)], remaining=59 * MIN)],
+                          queued=[Queued(solo)])
+
+    fresh = [d.job_id for d in one_round(second(create_policy("sia-vc")))
+             if isinstance(d, Launch)]
+    assert fresh == ["solo"]
+    assert [d.job_id for d in one_round(second(policy)) if isinstance(d, Launch)] == fresh

@@ -64,6 +64,7 @@ class SiaVirtualClock(QueuePolicy):
     def __init__(self, **values: object) -> None:
         super().__init__(**values)
         self._vst: dict[str, float] = {}
+        self._vst_view: ClusterView | None = None  # the view `_vst` and its mark are of
         self._queued_mark = 0
         # `_pending`: the waiting jobs' visits and durations, for these VSTs and this view
         self._visits: SortedList = SortedList()
@@ -107,7 +108,10 @@ class SiaVirtualClock(QueuePolicy):
 
     def _virtual_start(self, view: ClusterView, quotas: dict[str, int]) -> dict[str, float]:
         """Every job's VST, computed once all jobs are known (the first round sees the whole
-        trace); again only if a job waits that the last computation did not know."""
+        trace); again only if a job waits that the last computation did not know, or on a
+        new view (a new run or snapshot: its queue log is another's, read from the start)."""
+        if view is not self._vst_view:
+            self._vst_view, self._vst, self._queued_mark = view, {}, 0
         queued, self._queued_mark = view.queued_since(self._queued_mark)
         if any(job_id not in self._vst for job_id in queued):
             known = [j.spec for j in (*view.running.values(), *view.queue.values())]
