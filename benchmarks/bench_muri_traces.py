@@ -60,7 +60,18 @@ def peer_ratio(policy: str, trace: int, wall: float) -> str:
     if peer is None:
         return ""
     seconds, finished = peer
-    return f"{wall / seconds:.2f}" if finished else f"< {wall / seconds:.2f}"
+    # two significant digits: a ratio of a few thousandths would round to 0.00
+    return f"{wall / seconds:.2g}" if finished else f"< {wall / seconds:.2g}"
+
+
+def failure(stderr: str) -> str:
+    """The error a failed case ended with, whole, without its exception's module path or
+    the traces' folder (`InputError: muri_trace1.csv (muri: 1494 jobs), field ...`)."""
+    lines = stderr.strip().splitlines()
+    if not lines:
+        return "no error message"
+    kind, sep, message = lines[-1].partition(": ")
+    return f"{kind.rsplit('.', 1)[-1]}{sep}{message.replace(f'{TRACES}/', '')}"
 
 
 def main() -> None:
@@ -95,8 +106,8 @@ def main() -> None:
                       f"{peer_ratio(policy, trace, args.timeout)} |", flush=True)
                 continue
             except subprocess.CalledProcessError as error:
-                reason = error.stderr.strip().splitlines()[-1] if error.stderr.strip() else ""
-                print(f"| {policy} | {trace} | failed: {reason[-160:]} | | | | |", flush=True)
+                print(f"| {policy} | {trace} | failed: {failure(error.stderr)} | | | | |",
+                      flush=True)
                 continue
             row = json.loads(done.stdout.splitlines()[-1])
             print(f"| {policy} | {trace} | {row['wall']:.1f} | {row['cpu']:.1f} "
