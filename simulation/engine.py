@@ -246,7 +246,7 @@ class Simulation:
             if now == math.inf or now > max_time:
                 break
             self._advance(now)
-            dirty = False
+            dirty = ticked = False
             while heap and heap[0][0] == now and heap[0][1] < TICK:
                 entry = heapq.heappop(heap)
                 if self._is_stale(entry):
@@ -270,11 +270,15 @@ class Simulation:
                 if not self._is_stale(heapq.heappop(heap)):
                     self.counters.events += 1
                     self._tick_pending = False
-                    dirty = True
-            if dirty:
+                    ticked = True
+            if dirty or ticked:
                 decided = self.counters.decisions
-                self._schedule_round()
-                unscheduled = False
+                # a tick alone, with events running rounds, whose round the policy shows
+                # would decide nothing is an idle round (`Policy.quiet_tick`)
+                if (dirty or unscheduled or not event_driven
+                        or not self.policy.quiet_tick(self.view)):
+                    self._schedule_round()
+                    unscheduled = False
                 if i < n or self.counters.decisions != decided:
                     idle_rounds = 0
                 else:

@@ -123,6 +123,14 @@ class Policy:
         """With `interval = None`: the next time to run without an event, or None."""
         return None
 
+    def quiet_tick(self, view: ClusterView) -> bool:
+        """At a tick with no arrival, completion or loan event since the last round (the
+        engine runs a round at each of those, under `cadence="event"`; under a fixed
+        cadence it never asks): whether the round would decide nothing and change no state
+        but what this call brings up to date itself; the engine then does not run it (an
+        idle round). Answer True only where that is provable from the policy's own state."""
+        return False
+
     def select_reclaim(self, view: ClusterView, count: int) -> ReclaimPlan | None:
         """Which on-loan servers to return; `None` leaves it to the run's reclaim strategy."""
         return None

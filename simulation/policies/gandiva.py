@@ -233,6 +233,40 @@ class Gandiva(GandivaPlacement, GandivaTimeSlicing, GandivaPacking, GandivaMigra
         yield from self._set_shares(view)  # a share moves no GPUs: nothing to sync
         self._track_idle(view)
 
+    def quiet_tick(self, view: ClusterView) -> bool:
+        """A quantum boundary at which nothing changed since the last round and nothing
+        falls due decides nothing (issue #16: 887,119 of muri_trace2's 908,568 rounds, on
+        time-slicing servers whose plans already told every job its quanta ahead).
+
+        Every change the policy acts on marks a server (`_mark`: free GPUs, loads, packs,
+        affinities), and a round takes its marks at its start (`_forget_departed`); the
+        engine's logs are read after each decision (`schedule`), and arrivals, completions
+        and loans are events, whose rounds run. So a tick with no server marked since the
+        last round began finds the queue walk, packing and defragmentation idle since
+        their last pass and nothing to re-plan. What else a round does depends on the time:
+        a pack on trial is reviewed at every quantum, an idle server grows an elastic job
+        after `idle_timeout`, a plan expires and a spread job falls due for a look; the
+        first two make a tick not quiet, the looks are taken here (as the round would) when
+        no turn is owed. Then only the quantum's start moves on."""
+        if not self._quanta or self.log_utilisation:  # fluid shares and the log count rounds
+            return False
+        if self._touched_round or self._trials or (
+                self.introspective and self.grow_shrink and not view.queue
+                and self._index.elastic):
+            return False
+        now = view.now
+        if now >= self._quantum_start + self.time_slice - 1e-9:  # a boundary
+            if self._expiring and self._expiring[0][0] <= now + 1e-3:
+                return False
+            if self._turn_due and self._turn_due[0][0] <= now + 1e-6:
+                looks = self._due_looks(view)
+                if any(owes for owes, _, _ in looks.values()):
+                    return False
+                self._take_looks(view, looks)  # none owed: they set their next times
+            self._quantum_start = now
+        self._last_round = now
+        return True
+
     def _place_and_move(self, view: ClusterView) -> Iterator[Decision]:
         now = view.now
         self._counts["suspends"] += self._suspend_rate * (now - self._last_round)

@@ -477,24 +477,42 @@ class GandivaTimeSlicing:
         (`_last_together`), never how far ahead the plans look, so planning ahead further
         or less changes no answer; a job is looked at when its go-round, as of when it was
         last looked at, has passed since it last ran, and then against its go-round now."""
-        now, quantum = view.now, self.time_slice
-        due, owed = self._turn_due, []
-        while due and due[0][0] <= now + 1e-6:
-            at, job_id = heapq.heappop(due)
-            if self._turn_due_at.get(job_id) != at:
-                continue  # no longer spread, or looked at again since
-            last = self._last_together(job_id, now)
-            go_round = max(math.ceil(self._load(view, sid) / view.servers[sid].gpus)
-                           for sid in self._where[job_id])
-            if now - last >= go_round * quantum - 1e-6:
+        return self._take_looks(view, self._due_looks(view))
+
+    def _due_looks(self, view: ClusterView) -> dict[str, tuple[bool, float, float]]:
+        """The spread jobs due a look now, each with its `_turn_look`; nothing changes
+        until `_take_looks` (so that `quiet_tick` may look first and take them after)."""
+        now, due_at = view.now, self._turn_due_at
+        return {job_id: self._turn_look(view, job_id) for at, job_id in self._turn_due
+                if at <= now + 1e-6 and due_at.get(job_id) == at}  # else: looked at since
+
+    def _take_looks(self, view: ClusterView, looks: dict[str, tuple[bool, float, float]]
+                    ) -> list[str]:
+        """The jobs `looks` finds owed a turn, in launch order; each looked-at job is due
+        again a go-round after its last run (or after now, its turn)."""
+        now, due = view.now, self._turn_due
+        while due and due[0][0] <= now + 1e-6:  # every look falls due after now + 1e-6
+            heapq.heappop(due)
+        owed = []
+        for job_id, (owes, last, go_round) in looks.items():
+            if owes:
                 owed.append(job_id)
                 last = now  # its turn starts now
             self._together[job_id] = last
-            self._turn_due_at[job_id] = at = last + go_round * quantum
+            self._turn_due_at[job_id] = at = last + go_round
             heapq.heappush(due, (at, job_id))
         owed.sort(key=self._rank.__getitem__)
         self._counts["owed_turns"] += len(owed)
         return owed
+
+    def _turn_look(self, view: ClusterView, job_id: str) -> tuple[bool, float, float]:
+        """Whether spread job `job_id` is owed a turn now, when it last ran on all its
+        servers, and the seconds of its busiest server's go-round (`_owed_turns`)."""
+        now = view.now
+        last = self._last_together(job_id, now)
+        go_round = self.time_slice * max(math.ceil(self._load(view, sid) / view.servers[sid].gpus)
+                                         for sid in self._where[job_id])
+        return now - last >= go_round - 1e-6, last, go_round
 
     def _plain_share(self, view: ClusterView, job_id: str, share: float) -> SetShare | None:
         """A share that stays: a plain `SetShare`, or None if the job has it already."""

@@ -309,3 +309,31 @@ def test_rounds_that_decide_nothing_while_a_job_runs_are_no_stall():
     sim = Simulation(training_cluster(1, 2), workload(JobSpec("A", 0, 1, 1e6)),
                      HoldingAtZero(share=1.0), config=EngineConfig(max_time=1e9))
     assert ends(sim.run()) == {"A": 1e6}
+
+
+@pytest.mark.parametrize("cadence", ["event", "60"])
+def test_quiet_ticks_are_skipped_only_when_events_run_rounds(cadence):
+    """A policy may declare a tick's round idle (`Policy.quiet_tick`); the engine skips it
+    only when arrivals and completions run rounds of their own. A FIFO ticking every 60 s
+    that calls every tick quiet, one 600 s job at 0: under cadence "event" its rounds are
+    the arrival's (the job starts at 0) and the completion's, none of the nine ticks
+    between; under a 60 s cadence only ticks run rounds, so none may be skipped: the job
+    starts at the first, 60, and every tick to its end at 660 runs (11 rounds)."""
+    from simulation.policies.fifo import Fifo
+
+    class QuietFifo(Fifo):
+        interval = 60.0
+
+        def quiet_tick(self, view):
+            return True
+
+    sim = Simulation(training_cluster(1, 1), workload(JobSpec("j", 0.0, 1, 600.0)),
+                     QuietFifo(), config=EngineConfig(cadence=cadence))
+    result = sim.run()
+    row = result.jobs[0]
+    if cadence == "event":
+        assert (row["start"], row["end"]) == (0.0, 600.0)
+        assert result.summary["schedule_rounds"] == 2
+    else:
+        assert (row["start"], row["end"]) == (60.0, 660.0)
+        assert result.summary["schedule_rounds"] == 11

@@ -388,13 +388,13 @@ def test_quanta_jobs_spread_over_servers_out_of_step_are_owed_a_turn():
             ("j7", 200.0, 8), ("j8", 230.0, 8)]
     jobs = [JobSpec(name, t, gpus, 90.0, model="resnet50") for name, t, gpus in spec]
     policy = Recording(create_policy("gandiva", {"switch_overhead": 0.0, "migration": False}))
-    owed_turns, owed_at = policy.policy._owed_turns, {}
+    take_looks, owed_at = policy.policy._take_looks, {}
 
-    def recorded(view):
-        owed = owed_at[view.now] = owed_turns(view)
+    def recorded(view, looks):  # at every boundary with a look due, quiet or not
+        owed = owed_at[view.now] = take_looks(view, looks)
         return owed
 
-    policy.policy._owed_turns = recorded
+    policy.policy._take_looks = recorded
     result = Simulation(cluster(4, 4), Workload(tuple(jobs)), policy,
                         config=EngineConfig(max_time=100_000.0)).run()
     assert all(row["end"] is not None for row in result.jobs)
@@ -402,7 +402,7 @@ def test_quanta_jobs_spread_over_servers_out_of_step_are_owed_a_turn():
     assert told[(310.0, "j6")].share == told[(310.0, "j7")].share == 0.0
     assert told[(310.0, "j6")].cycle is None and told[(310.0, "j7")].cycle is None
     # (j1 and j3, spread over gpu-2 and gpu-3 with j8 there too, are owed turns as well)
-    assert [[j for j in owed_at[t] if j in ("j6", "j7")]
+    assert [[j for j in owed_at.get(t, []) if j in ("j6", "j7")]
             for t in (250.0, 310.0, 370.0, 430.0, 490.0)] == [[], [], [], ["j6"], ["j7"]]
     assert told[(430.0, "j6")].share == pytest.approx(0.53)
     assert told[(490.0, "j7")].share == pytest.approx(0.53)
@@ -439,6 +439,7 @@ def test_a_spread_job_is_owed_a_turn_a_go_round_after_it_last_ran(share, cycle, 
     policy._note_schedule(100.0, "j", share, cycle)
     assert policy._owed_turns(view) == (["j"] if owed else [])
     assert policy._turn_due_at["j"] == (300.0 if owed else last) + 180.0
+    assert policy._turn_due == [(policy._turn_due_at["j"], "j")]  # the look taken off
 
 
 @pytest.mark.parametrize("migration", [True, False])
@@ -607,21 +608,27 @@ def test_jobs_owed_a_turn_at_one_boundary_take_it_in_launch_order():
     assert policy.counters["owed_turns"] == 2
 
 
+def spread_out_of_step(seed: int) -> list[JobSpec]:
+    """5-13 jobs of 4 and 8 GPUs arriving within 400 s, for 4 × 4 GPUs: spread over
+    over-subscribed servers out of step (seeds 15, 63 and 359 owe turns)."""
+    import random
+
+    rng = random.Random(seed)
+    jobs = [JobSpec(f"j{i:02d}", 10.0 * rng.randrange(40), rng.choice((4, 8, 8, 8)),
+                    rng.uniform(60, 400), model="resnet50") for i in range(rng.randrange(5, 14))]
+    return sorted(jobs, key=lambda j: j.submit_time)
+
+
 @pytest.mark.parametrize("seed", (15, 63, 359))
 def test_owed_turns_do_not_depend_on_how_far_ahead_the_plans_look(seed, monkeypatch):
     """Brute force: 5-13 jobs of 4 and 8 GPUs arriving within 400 s on 4 × 4 GPUs, spread
     over over-subscribed servers out of step (migration off, no switch cost; seeds a
     search found turns owed in): the same schedule whether plans look ahead at most 3
     quanta or 256. How far to plan is a matter of speed; no answer may depend on it."""
-    import random
-
     from simulation.metrics import job_digest
     from simulation.policies import gandiva_time_slicing
 
-    rng = random.Random(seed)
-    jobs = [JobSpec(f"j{i:02d}", 10.0 * rng.randrange(40), rng.choice((4, 8, 8, 8)),
-                    rng.uniform(60, 400), model="resnet50") for i in range(rng.randrange(5, 14))]
-    jobs.sort(key=lambda j: j.submit_time)
+    jobs = spread_out_of_step(seed)
     runs = []
     for horizon in (256, 3):
         monkeypatch.setattr(gandiva_time_slicing, "HORIZON", horizon)
@@ -633,3 +640,100 @@ def test_owed_turns_do_not_depend_on_how_far_ahead_the_plans_look(seed, monkeypa
     assert runs[0][:2] == runs[1][:2]
     assert runs[0][1] > 0  # turns were owed
     assert runs[0][2] != runs[1][2]  # and the plans did differ
+
+
+def spread_and_crowded(seed: int) -> list[JobSpec]:
+    """40 jobs of 1-8 GPUs (8: spread over two 4-GPU servers) of four models, arriving in
+    batches every 600 s up to 6,000 s and running up to 5 hours: crowded servers that stay
+    unchanged for many quanta between arrivals and departures."""
+    import random
+
+    rng = random.Random(seed)
+    models = ("resnet50", "vae", "lstm", "dcgan")
+    jobs = [JobSpec(f"j{i:02d}", 600.0 * rng.randrange(11), rng.choice((1, 1, 2, 4, 8)),
+                    rng.uniform(600, 18_000), model=rng.choice(models)) for i in range(40)]
+    return sorted(jobs, key=lambda j: j.submit_time)
+
+
+def elastic_with_gaps(seed: int) -> list[JobSpec]:
+    """12 elastic jobs of 1-2 GPUs (up to 4) every 600-1,800 s on 4 × 4 GPUs: idle servers
+    on which a job grows after `idle_timeout`, at a quantum boundary with nothing else."""
+    import random
+
+    rng = random.Random(seed)
+    jobs, t = [], 0.0
+    for i in range(12):
+        t += rng.choice((600.0, 1200.0, 1800.0))
+        gpus = rng.choice((1, 2))
+        jobs.append(JobSpec(f"e{i:02d}", t, gpus, rng.uniform(1200, 7200), model="resnet50",
+                            min_workers=1, max_workers=4))
+    return jobs
+
+
+QUIET_WORKLOADS = {"crowded": spread_and_crowded, "out of step": spread_out_of_step,
+                   "elastic": elastic_with_gaps}
+QUIET_CASES = [("elastic", 0, {})] + [("crowded", seed, {"migration": migration})
+               for seed in range(3) for migration in (True, False)] + [
+    ("out of step", seed, {"migration": False, "switch_overhead": 0.0}) for seed in (15, 63, 359)]
+
+
+@pytest.mark.parametrize(("kind", "seed", "params"), QUIET_CASES)
+def test_quiet_quantum_boundaries_are_skipped_without_changing_any_answer(kind, seed, params):
+    """Brute force for `Gandiva.quiet_tick`: on crowded servers with spread jobs, packs
+    and expiring plans, on spread jobs out of step that are owed turns, and on elastic
+    jobs that grow into idle servers at quantum boundaries, a run whose
+    engine skips the rounds of quiet quantum boundaries gives every job the record, and the
+    policy the counters, of a run that holds every round; and it does skip many (else the
+    rule was never exercised)."""
+    jobs = QUIET_WORKLOADS[kind](seed)
+    runs = []
+    for skip in (True, False):
+        policy = create_policy("gandiva", params)
+        quiet, skipped = policy.quiet_tick, [0]
+
+        def counted(view, quiet=quiet, skipped=skipped, skip=skip):
+            if skip and quiet(view):
+                skipped[0] += 1
+                return True
+            return False
+
+        policy.quiet_tick = counted
+        result = Simulation(cluster(4, 4), Workload(tuple(jobs)), policy,
+                            config=EngineConfig(migration_pause=1.0)).run()
+        assert result.summary["finished"] == len(jobs)
+        runs.append((result.jobs, dict(policy.counters), skipped[0],
+                     result.summary["schedule_rounds"]))
+    (records, counters, skipped, rounds), (plain, plain_counters, _, plain_rounds) = runs
+    assert records == plain
+    assert counters == plain_counters
+    assert counters[{"crowded": "packings", "out of step": "owed_turns",
+                     "elastic": "grows"}[kind]] > 0
+    assert skipped > {"crowded": 500, "out of step": 5, "elastic": 1}[kind]
+    assert rounds == plain_rounds - skipped
+
+
+@pytest.mark.parametrize(("params", "quiet"), [
+    ({}, True), ({"time_slicing": "fluid"}, False), ({"log_utilisation": True}, False)])
+def test_a_boundary_after_a_server_changed_is_not_quiet(params, quiet):
+    """`quiet_tick` holds a round that has marks to take: one job alone on gpu-1; after a
+    round, the boundary at 60 s is quiet (and starts the quantum); once gpu-1 is marked
+    (as a launch, move or pack would), the boundary at 120 s is not, and after its round
+    the one at 180 s is quiet again. Fluid shares (their suspensions are counted per
+    round's elapsed time) and a utilisation logged every round are never quiet."""
+    from tests.simulation.hand_states import Running, hand_state, one_round
+
+    policy = create_policy("gandiva", params)
+    sim = hand_state(cluster(1, 4), policy, running=[
+        Running(JobSpec("a", 0.0, 4, 600.0, model="resnet50"), [("gpu-1", 4)])])
+    one_round(sim)
+    sim.clock.now = 60.0
+    assert policy.quiet_tick(sim.view) is quiet
+    if not quiet:
+        return
+    assert policy._quantum_start == 60.0
+    policy._mark("gpu-1")
+    sim.clock.now = 120.0
+    assert not policy.quiet_tick(sim.view)
+    one_round(sim)
+    sim.clock.now = 180.0
+    assert policy.quiet_tick(sim.view) and policy._quantum_start == 180.0
