@@ -235,7 +235,7 @@ class Gandiva(GandivaPlacement, GandivaTimeSlicing, GandivaPacking, GandivaMigra
 
     def quiet_tick(self, view: ClusterView) -> bool:
         """A quantum boundary at which nothing changed since the last round and nothing
-        falls due decides nothing (issue #16: 887,119 of muri_trace2's 908,568 rounds, on
+        falls due decides nothing (issue #16: 876,611 of muri_trace2's 908,568 events, on
         time-slicing servers whose plans already told every job its quanta ahead).
 
         Every change the policy acts on marks a server (`_mark`: free GPUs, loads, packs,
