@@ -680,11 +680,10 @@ QUIET_CASES = [("elastic", 0, {})] + [("crowded", seed, {"migration": migration}
 @pytest.mark.parametrize(("kind", "seed", "params"), QUIET_CASES)
 def test_quiet_quantum_boundaries_are_skipped_without_changing_any_answer(kind, seed, params):
     """Brute force for `Gandiva.quiet_tick`: on crowded servers with spread jobs, packs
-    and expiring plans, on spread jobs out of step that are owed turns, and on elastic
-    jobs that grow into idle servers at quantum boundaries, a run whose
-    engine skips the rounds of quiet quantum boundaries gives every job the record, and the
-    policy the counters, of a run that holds every round; and it does skip many (else the
-    rule was never exercised)."""
+    and expiring plans, on spread jobs out of step that are owed turns, and on elastic jobs
+    that grow into idle servers at quantum boundaries, a run whose engine skips the rounds
+    of quiet quantum boundaries gives every job the record, and the policy the counters, of
+    a run that holds every round; and it does skip (else the rule was never exercised)."""
     jobs = QUIET_WORKLOADS[kind](seed)
     runs = []
     for skip in (True, False):
