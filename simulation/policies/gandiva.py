@@ -255,8 +255,8 @@ class Gandiva(GandivaPlacement, GandivaTimeSlicing, GandivaPacking, GandivaMigra
                 and self._index.elastic):
             return False
         now = view.now
-        if now >= self._quantum_start + self.time_slice - 1e-9:  # a boundary
-            if self._expiring and self._expiring[0][0] <= now + 1e-3:
+        if self._at_boundary(now):
+            if self._expiry_due(now):
                 return False
             if self._turn_due and self._turn_due[0][0] <= now + 1e-6:
                 looks = self._due_looks(view)

@@ -242,7 +242,7 @@ class GandivaTimeSlicing:
         is the next boundary; only servers whose units changed are re-planned, and each of
         their jobs gets its shares for every quantum ahead as one `ShareCycle`."""
         if self._quanta:
-            boundary = view.now >= self._quantum_start + self.time_slice - 1e-9
+            boundary = self._at_boundary(view.now)
             owed: list[str] = []
             if boundary:
                 self._quantum_start = view.now
@@ -295,10 +295,18 @@ class GandivaTimeSlicing:
             rate += index.units[sid] * min(n, load - n) / load
         self._suspend_rate = rate / self.time_slice
 
+    def _at_boundary(self, now: float) -> bool:
+        """Whether a round at `now` starts a quantum (the engine ticks a quantum apart)."""
+        return now >= self._quantum_start + self.time_slice - 1e-9
+
+    def _expiry_due(self, now: float) -> bool:
+        """Whether a plan may end with the quantum that ends at `now`."""
+        return bool(self._expiring) and self._expiring[0][0] <= now + 1e-3  # a quantum apart
+
     def _replan_expired(self, now: float) -> None:
         """Servers whose plan ends with the quantum that just ended are planned afresh."""
         expiring = self._expiring
-        while expiring and expiring[0][0] <= now + 1e-3:  # boundaries are a quantum apart
+        while self._expiry_due(now):
             at, sid = heapq.heappop(expiring)
             plan = self._plans.get(sid)
             if plan is not None and plan.expires and abs(plan.expiry(self.time_slice) - at) < 1e-6:
