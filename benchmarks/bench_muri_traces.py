@@ -86,6 +86,8 @@ def main() -> None:
                         help="policy:key=value, a setting for one policy")
     parser.add_argument("--case", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.repeat < 1:
+        parser.error("--repeat: at least 1 run per case")
     settings: dict[str, dict[str, str]] = {}
     for item in args.set:
         policy, _, pair = item.partition(":")
@@ -126,6 +128,7 @@ def table_row(policy: str, trace: int, command: list[str], timeout: float, repea
     return (f"| {policy} | {trace} | {row['wall']:.1f} | {row['cpu']:.1f} | {slowest:.1f} "
             f"| {row['jct'] / 3600:.2f} | {row['preemptions'] / row['jobs']:.2f} "
             f"| {peer_ratio(policy, trace, row['wall'])} |")
+
 
 if __name__ == "__main__":
     main()

@@ -134,6 +134,8 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds per case")
     parser.add_argument("--repeat", type=int, default=1, help="runs per case (the fastest shown)")
     args = parser.parse_args()
+    if args.repeat < 1:
+        parser.error("--repeat: at least 1 run per case")
     servers = [int(s) for s in ("40,60,100,300" if args.sweep else args.servers).split(",")]
     lengths = [int(n) for n in ("5000,20000,82247" if args.sweep else args.jobs).split(",")]
     # `slower`: the largest cluster's events/s over this one's (issue #22 asks for at most 2),
